@@ -1,0 +1,94 @@
+"""Shared fixtures: tiny in-code scenarios and a runner."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+
+from twin.scenario import load_scenario
+from twin.sim.driver import Simulation
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = ROOT / "scenarios"
+
+#: A one-chip liquid-cooled test system: chip, sled and rack defined in the scenario itself.
+ONE_CHIP_CATALOG = {
+    "chips": {
+        "testchip": {
+            "description": "test chip", "role": "accelerator", "cooling": "liquid",
+            "tdp": {"value": "1000 W", "source": "estimate"},
+            "p_idle": {"value": "100 W", "source": "estimate"},
+            "p_leak_ref": {"value": "0 W", "source": "estimate"},
+            "t_ref": {"value": "60 degC", "source": "estimate"},
+            "leak_beta": {"value": "0 1/K", "source": "estimate"},
+            "clock_exponent": {"value": 2.5, "source": "estimate"},
+            "t_throttle": {"value": "200 degC", "source": "estimate"},
+            "t_shutdown": {"value": "250 degC", "source": "estimate"},
+            "throttle_hysteresis": {"value": "3 K", "source": "estimate"},
+            "r_jc": {"value": "0.015 K/W", "source": "estimate"},
+            "r_conv_ref": {"value": "0.015 K/W", "source": "estimate"},
+            "flow_ref": {"value": "1.5 L/min", "source": "estimate"},
+            "c_die": {"value": "30 J/K", "source": "estimate"},
+            "c_plate": {"value": "300 J/K", "source": "estimate"},
+        }
+    },
+    "sleds": {
+        "testsled": {
+            "description": "one test chip",
+            "devices": {"testchip": {"value": 1, "source": "estimate"}},
+            "overhead": {"value": "0 W", "source": "estimate"},
+            "fan_power": {"value": "0 W", "source": "estimate"},
+            "air_flow": {"value": "0.01 m**3/s", "source": "estimate"},
+            "coolant_volume": {"value": "0.1 L", "source": "estimate"},
+            "c_chassis": {"value": "100 J/K", "source": "estimate"},
+        }
+    },
+    "racks": {
+        "testrack": {
+            "description": "one test sled",
+            "sleds": {"testsled": {"value": 1, "source": "estimate"}},
+            "power_shelf": "orv3-hpr-33kw",
+            "shelves": {"value": 1, "source": "estimate"},
+            "coolant_flow": {"value": "1.5 L/min", "source": "estimate"},
+        }
+    },
+}
+
+
+def write_scenario(tmp_path: Path, data: dict | str, name: str = "s.yaml") -> Path:
+    path = tmp_path / name
+    text = data if isinstance(data, str) else yaml.safe_dump(data, sort_keys=False)
+    path.write_text(textwrap.dedent(text) if isinstance(data, str) else text)
+    return path
+
+
+def one_chip_scenario(workload, duration="120 s", catalog=None, **extra) -> dict:
+    data = {
+        "name": "one-chip",
+        "time": {"duration": duration, "step": "1 s"},
+        "site": {"facility_water_supply": "20 degC", "cold_aisle": "25 degC"},
+        "cdus": [{"name": "c", "supply_temperature": "30 degC"}],
+        "halls": [{"name": "h", "rows": [{"name": "r", "racks": [
+            {"name": "k", "template": "testrack", "cdu": "c"}]}]}],
+        "workload": workload,
+        "record": {"facility": "1 s", "cdu": "1 s", "rack": "1 s", "sled": "1 s", "device": "1 s"},
+        "catalog": catalog or ONE_CHIP_CATALOG,
+    }
+    data.update(extra)
+    return data
+
+
+@pytest.fixture
+def run_scenario(tmp_path):
+    """Load and run a scenario (dict or path); return the finished Simulation."""
+
+    def run(data, overrides=None, solver="fast"):
+        path = data if isinstance(data, Path) else write_scenario(tmp_path, data)
+        sim = Simulation(load_scenario(path, overrides), solver=solver)
+        sim.run()
+        return sim
+
+    return run

@@ -1,0 +1,252 @@
+"""Schema of the hardware catalogue and its loader.
+
+The catalogue is data (``hardware.yaml`` beside this module). One schema validates it; a
+scenario may add or override entries under its own ``catalog:`` key with the same schema.
+Each figure is ``{value: ..., source: ...}``: ``value`` a quantity string with units (parsed
+with pint, dimension checked, stored as an SI float in ``.si``) and ``source`` a citation or
+``estimate``.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from twin.units import QuantityError, parse_quantity
+
+CATALOG_FILE = Path(__file__).with_name("hardware.yaml")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Figure(_Strict):
+    """One catalogue figure: a quantity and where it comes from."""
+
+    value: str | float | int
+    source: Annotated[str, Field(min_length=3)]
+    si: float = Field(default=float("nan"), exclude=True, json_schema_extra={"readOnly": True})
+
+    @property
+    def estimate(self) -> bool:
+        return self.source.strip().lower().startswith("estimate")
+
+
+def _figure(dimension: str):
+    def convert(fig: Figure) -> Figure:
+        try:
+            return fig.model_copy(update={"si": parse_quantity(fig.value, dimension)})
+        except QuantityError as exc:
+            raise ValueError(str(exc)) from None
+
+    return Annotated[Figure, AfterValidator(convert)]
+
+
+def _positive(fig: Figure) -> Figure:
+    if not fig.si > 0:
+        raise ValueError(f"must be positive, got {fig.value!r}")
+    return fig
+
+
+def _non_negative(fig: Figure) -> Figure:
+    if not fig.si >= 0:
+        raise ValueError(f"must not be negative, got {fig.value!r}")
+    return fig
+
+
+Power = Annotated[_figure("power"), AfterValidator(_non_negative)]
+Temperature = _figure("temperature")
+TemperatureDelta = Annotated[_figure("temperature_difference"), AfterValidator(_positive)]
+ThermalResistance = Annotated[_figure("thermal_resistance"), AfterValidator(_positive)]
+HeatCapacity = Annotated[_figure("heat_capacity"), AfterValidator(_positive)]
+VolumeFlow = Annotated[_figure("volume_flow"), AfterValidator(_non_negative)]
+Volume = Annotated[_figure("volume"), AfterValidator(_positive)]
+PerKelvin = Annotated[_figure("per_kelvin"), AfterValidator(_non_negative)]
+Ratio = Annotated[_figure("dimensionless"), AfterValidator(_positive)]
+Flops = Annotated[_figure("flops"), AfterValidator(_positive)]
+Bytes = Annotated[_figure("bytes"), AfterValidator(_positive)]
+Bandwidth = Annotated[_figure("bandwidth"), AfterValidator(_positive)]
+
+
+class Count(_Strict):
+    """An integer count with its source."""
+
+    value: Annotated[int, Field(ge=1)]
+    source: Annotated[str, Field(min_length=3)]
+
+
+class Curve(_Strict):
+    """Efficiency against load fraction: ``points: [[load, efficiency], ...]``."""
+
+    points: list[tuple[float, float]]
+    source: Annotated[str, Field(min_length=3)]
+
+    @field_validator("points")
+    @classmethod
+    def _check(cls, points):
+        if len(points) < 2:
+            raise ValueError("needs at least two [load, efficiency] points")
+        loads = [p[0] for p in points]
+        if loads != sorted(loads) or len(set(loads)) != len(loads):
+            raise ValueError("load fractions must increase")
+        if not all(0 < p[0] <= 2 and 0 < p[1] < 1 for p in points):
+            raise ValueError("load in (0, 2], efficiency in (0, 1)")
+        return points
+
+
+class Entry(_Strict):
+    description: str
+    vendor: str = ""
+    status: Literal["shipping", "projected"] = "shipping"
+
+
+class Chip(Entry):
+    """A device package: accelerator, CPU, NIC or switch ASIC.
+
+    Power model (see :func:`twin.power.device.device_power`)::
+
+        P = p_idle + (tdp - p_idle - p_leak_ref) * u * f**clock_exponent
+            + p_leak_ref * exp(leak_beta * (T - t_ref))
+
+    so that P = tdp at u = 1, f = 1 and T = t_ref. Thermal path: die (c_die) -r_jc-> cold plate
+    or heat-sink base (c_plate) -r_conv-> coolant or air, with
+    r_conv = r_conv_ref * (flow / flow_ref)**-0.8 (turbulent forced convection).
+    """
+
+    role: Literal["accelerator", "cpu", "nic", "switch"]
+    cooling: Literal["liquid", "air"]
+    tdp: Power
+    p_idle: Power
+    p_leak_ref: Power
+    t_ref: Temperature
+    leak_beta: PerKelvin
+    clock_exponent: Ratio
+    t_throttle: Temperature
+    t_shutdown: Temperature
+    throttle_hysteresis: TemperatureDelta
+    r_jc: ThermalResistance
+    r_conv_ref: ThermalResistance
+    flow_ref: VolumeFlow
+    c_die: HeatCapacity
+    c_plate: HeatCapacity
+    flops_fp8: Flops | None = None
+    flops_bf16: Flops | None = None
+    hbm_capacity: Bytes | None = None
+    hbm_bandwidth: Bandwidth | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.p_idle.si + self.p_leak_ref.si > self.tdp.si:
+            raise ValueError("p_idle + p_leak_ref must not exceed tdp")
+        if self.t_shutdown.si <= self.t_throttle.si:
+            raise ValueError("t_shutdown must be above t_throttle")
+        if self.flow_ref.si <= 0:
+            raise ValueError("flow_ref must be positive")
+        return self
+
+
+class Sled(Entry):
+    """A server sled / compute tray: devices plus board overhead, fans and local coolant."""
+
+    devices: dict[str, Count]
+    overhead: Power  # board, DIMMs, VRs, drives: heat to air [W]
+    fan_power: Power  # at design air flow [W]
+    air_flow: VolumeFlow  # design air flow through the sled [m3/s]
+    coolant_volume: Volume  # coolant held in the sled's cold plates and hoses [m3]
+    c_chassis: HeatCapacity  # chassis and air that the exhaust air node sees [J/K]
+
+
+class PowerShelf(Entry):
+    """A power shelf of identical PSUs sharing load on a DC busbar."""
+
+    psus: Count
+    psu_rating: Power
+    redundant: Count | None = None  # spare PSUs (N+1 → 1)
+    efficiency: Curve
+
+
+class Rack(Entry):
+    """A rack: sleds (in slot order), power shelves and its design coolant flow."""
+
+    sleds: dict[str, Count]
+    power_shelf: str
+    shelves: Count
+    coolant_flow: VolumeFlow  # design secondary-loop flow for the rack [m3/s]; 0 = air-cooled
+
+
+class System(Entry):
+    """Racks joined into one scale-up domain (an UltraServer, an NVL72 system)."""
+
+    racks: list[str]
+    domain: str
+
+
+class CDU(Entry):
+    """Coolant distribution unit: liquid-to-liquid heat exchanger and secondary pumps."""
+
+    capacity: Power
+    approach: TemperatureDelta  # secondary supply minus facility water supply at design [K]
+    design_flow: VolumeFlow
+    pump_power: Power  # at design flow [W]
+
+
+class Catalog(_Strict):
+    """The whole catalogue: named entries of each kind."""
+
+    chips: dict[str, Chip] = {}
+    sleds: dict[str, Sled] = {}
+    power_shelves: dict[str, PowerShelf] = {}
+    racks: dict[str, Rack] = {}
+    systems: dict[str, System] = {}
+    cdus: dict[str, CDU] = {}
+
+    @model_validator(mode="after")
+    def _references(self):
+        def check(kind, name, ref, table):
+            if ref not in table:
+                known = ", ".join(sorted(table))
+                raise ValueError(f"{kind} '{name}' refers to unknown '{ref}' (known: {known})")
+
+        for name, sled in self.sleds.items():
+            for chip in sled.devices:
+                check("sled", name, chip, self.chips)
+        for name, rack in self.racks.items():
+            check("rack", name, rack.power_shelf, self.power_shelves)
+            for sled in rack.sleds:
+                check("rack", name, sled, self.sleds)
+        for name, system in self.systems.items():
+            for rack in system.racks:
+                check("system", name, rack, self.racks)
+        return self
+
+    def merged(self, extra: dict | None) -> "Catalog":
+        """A new catalogue with ``extra`` entries (same schema, raw dicts) added or replaced."""
+        if not extra:
+            return self
+        data = self.model_dump(mode="python", exclude_none=True)
+        for kind, entries in extra.items():
+            data.setdefault(kind, {}).update(entries or {})
+        return Catalog.model_validate(data)
+
+    def templates(self) -> list[str]:
+        """Names usable as a scenario rack ``template``: racks and systems."""
+        return sorted({*self.racks, *self.systems})
+
+    def entries(self):
+        """Yield ``(kind, name, entry)`` for every entry."""
+        for kind in ("chips", "sleds", "power_shelves", "racks", "systems", "cdus"):
+            for name, entry in getattr(self, kind).items():
+                yield kind, name, entry
+
+
+@functools.lru_cache(maxsize=1)
+def load_catalog(path: str | Path = CATALOG_FILE) -> Catalog:
+    """Load and validate the built-in catalogue (cached)."""
+    with open(path, encoding="utf-8") as fh:
+        data = yaml.safe_load(fh)
+    return Catalog.model_validate(data)

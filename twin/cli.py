@@ -1,0 +1,262 @@
+"""Command line: ``twin run | validate | schema | catalog``."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from twin.scenario.errors import ScenarioError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="twin: power-thermal digital twin of AI datacenters.",
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+#: Exit codes.
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def _fail(message: str, code: int = EXIT_BAD_INPUT):
+    err.print(message, markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _load(scenario: Path, duration=None, step=None, seed=None):
+    from twin.scenario import load_scenario
+
+    overrides = {}
+    time_over = {k: v for k, v in (("duration", duration), ("step", step)) if v is not None}
+    if time_over:
+        overrides["time"] = time_over
+    if seed is not None:
+        overrides["seed"] = seed
+    try:
+        return load_scenario(scenario, overrides)
+    except ScenarioError as exc:
+        _fail(str(exc))
+
+
+class _Progress:
+    """A rich progress bar that appears only once a run has taken more than ``after`` seconds."""
+
+    def __init__(self, label: str, simulated_step: float, after: float = 2.0, enabled: bool = True):
+        self.label, self.h, self.after, self.enabled = label, simulated_step, after, enabled
+        self.t0 = time.perf_counter()
+        self.bar = None
+        self.task = None
+
+    def __call__(self, done: int, total: int):
+        if not self.enabled:
+            return
+        if self.bar is None:
+            if time.perf_counter() - self.t0 < self.after or done >= total:
+                return
+            from rich.progress import (BarColumn, Progress, TaskProgressColumn, TextColumn,
+                                       TimeRemainingColumn)
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
+                                TextColumn("{task.fields[speed]}"), TimeRemainingColumn(),
+                                console=err, transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task(self.label, total=total, speed="")
+        wall = time.perf_counter() - self.t0
+        speed = f"{done * self.h / wall:,.0f}× real time" if wall > 0 else ""
+        self.bar.update(self.task, completed=done, speed=speed)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _summary_table(kpi: dict, path: Path | None, interrupted: bool) -> Table:
+    def mw(x):
+        return f"{x / 1e6:,.3f} MW" if x >= 1e6 else f"{x / 1e3:,.1f} kW"
+
+    table = Table(title="twin run summary" + (" (interrupted)" if interrupted else ""), show_header=False)
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    rows = [
+        ("simulated time", f"{kpi['simulated_seconds'] / 3600:,.2f} h"),
+        ("devices / racks", f"{kpi['n_devices']:,} / {kpi['n_racks']:,}"),
+        ("IT energy", f"{kpi['energy_it_J'] / 3.6e9:,.3f} MWh"),
+        ("facility energy", f"{kpi['energy_facility_J'] / 3.6e9:,.3f} MWh"),
+        ("mean IT power", mw(kpi["p_it_mean_W"])),
+        ("peak facility power", mw(kpi["p_facility_peak_W"])),
+        ("peak rack power", mw(kpi["p_rack_peak_W"])),
+        ("PUE (energy-weighted)", f"{kpi['pue']:.3f}"),
+        ("heat to liquid / air", f"{kpi['energy_liquid_J'] / max(kpi['energy_it_J'], 1e-9):.1%} / "
+                                 f"{kpi['energy_air_J'] / max(kpi['energy_it_J'], 1e-9):.1%}"),
+        ("max die temperature", f"{kpi['t_die_max_degC']:.1f} °C"),
+        ("throttled time", f"{kpi['throttled_device_seconds']:,.0f} device-s "
+                           f"({kpi['devices_throttled']} devices)"),
+        ("devices tripped", f"{kpi['devices_tripped']}"),
+        ("energy balance residual", f"{kpi['energy_residual']:.1e}"),
+    ]
+    if path is not None:
+        rows.append(("output", str(path)))
+    for k, v in rows:
+        table.add_row(k, v)
+    return table
+
+
+@app.command()
+def run(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Result file: .nc (NetCDF) or .zarr.")] = None,
+    duration: Annotated[Optional[str], typer.Option(help="Override the run length, e.g. '24 h'.")] = None,
+    step: Annotated[Optional[str], typer.Option(help="Override the thermal step, e.g. '1 s'.")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Override the random seed.")] = None,
+    solver: Annotated[str, typer.Option(help="Integrator: fast (exact exponential) or reference (solve_ivp).")] = "fast",
+    progress: Annotated[bool, typer.Option(help="Show a progress bar on long runs.")] = True,
+):
+    """Run a scenario and write its dataset; print a summary."""
+    from twin.export.dataset import build_tree, summary
+    from twin.export.writers import output_format, write_tree
+    from twin.sim.driver import Simulation
+    from twin.thermal.integrators import INTEGRATORS
+
+    if solver not in INTEGRATORS:
+        _fail(f"--solver: unknown '{solver}' (known: {', '.join(INTEGRATORS)})")
+    loaded = _load(scenario, duration, step, seed)
+    path = output or Path(loaded.scenario.output or f"out/{loaded.scenario.name}.nc")
+    try:
+        output_format(path)
+    except ValueError as exc:
+        _fail(f"{path}: {exc}")
+    try:
+        sim = Simulation(loaded, solver=solver)
+    except ScenarioError as exc:
+        _fail(str(exc))
+    bar = _Progress(loaded.scenario.name, sim.h, enabled=progress and err.is_terminal)
+    interrupted = False
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        sim.run(progress=bar)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        bar.close()
+        signal.signal(signal.SIGTERM, previous)
+    write_tree(build_tree(sim, interrupted=interrupted), path)
+    out.print(_summary_table(summary(sim), path, interrupted))
+    if interrupted:
+        err.print(f"interrupted at {sim.time:,.0f} s of {sim.n_steps * sim.h:,.0f} s; "
+                  f"the completed part is in {path}")
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+@app.command()
+def validate(scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")]):
+    """Check a scenario without running it (exit 0, or 2 with the error)."""
+    from twin.sim.driver import Simulation
+
+    loaded = _load(scenario)
+    try:
+        sim = Simulation.__new__(Simulation)  # build only: layout and workload files
+        from twin.sim.build import build_system
+        from twin.workload.profile import ProfileWorkload
+
+        system = build_system(loaded.scenario, loaded.catalog)
+        ProfileWorkload(loaded.scenario, system, loaded.base)
+    except ScenarioError as exc:
+        _fail(str(exc))
+    except Exception as exc:  # FieldError from the workload
+        from twin.scenario.errors import FieldError
+
+        if isinstance(exc, FieldError):
+            _fail(str(loaded.locate(exc)))
+        raise
+    del sim
+    out.print(f"{scenario}: ok — {system.n_racks} racks, {system.sled_name.size} sleds, "
+              f"{system.n_devices} devices, {loaded.scenario.time.duration:g} s at "
+              f"{loaded.scenario.time.step:g} s steps", highlight=False)
+
+
+@app.command()
+def schema():
+    """Print the JSON Schema of the scenario format (for editor autocompletion)."""
+    from twin.scenario import scenario_json_schema
+
+    sys.stdout.write(scenario_json_schema() + "\n")
+
+
+@app.command()
+def catalog(name: Annotated[Optional[str], typer.Argument(help="Entry to show in full.")] = None):
+    """List hardware entries with their key figures, or one entry with every figure and source."""
+    from twin.catalog import load_catalog
+    from twin.catalog.model import Count, Curve, Figure
+
+    cat = load_catalog()
+    if name is None:
+        t = Table(title="chips")
+        for col in ("name", "role", "cooling", "TDP", "FP8 dense", "HBM", "HBM bandwidth", "status"):
+            t.add_column(col)
+        for n, c in cat.chips.items():
+            t.add_row(n, c.role, c.cooling, f"{c.tdp.si:,.0f} W",
+                      f"{c.flops_fp8.si / 1e15:.2f} PF" if c.flops_fp8 else "",
+                      f"{c.hbm_capacity.si / 2**30:.0f} GiB" if c.hbm_capacity else "",
+                      f"{c.hbm_bandwidth.si / 1e12:.1f} TB/s" if c.hbm_bandwidth else "", c.status)
+        out.print(t)
+        t = Table(title="racks and systems")
+        for col in ("name", "kind", "contents", "description"):
+            t.add_column(col)
+        for n, r in cat.racks.items():
+            t.add_row(n, "rack", ", ".join(f"{c.value} × {s}" for s, c in r.sleds.items()), r.description)
+        for n, s in cat.systems.items():
+            t.add_row(n, "system", " + ".join(s.racks), s.description)
+        out.print(t)
+        t = Table(title="sleds, power shelves, CDUs")
+        for col in ("name", "kind", "description"):
+            t.add_column(col)
+        for kind in ("sleds", "power_shelves", "cdus"):
+            for n, e in getattr(cat, kind).items():
+                t.add_row(n, kind.rstrip("s").replace("_", " "), e.description)
+        out.print(t)
+        out.print("`twin catalog NAME` shows every figure of an entry with its source.")
+        return
+    found = [(k, e) for k, n, e in cat.entries() if n == name]
+    if not found:
+        names = sorted(n for _, n, _ in cat.entries())
+        _fail(f"catalog: unknown entry '{name}' (known: {', '.join(names)})")
+    kind, entry = found[0]
+    t = Table(title=f"{name} ({kind.rstrip('s')}): {entry.description}")
+    for col in ("figure", "value", "source"):
+        t.add_column(col)
+    for field in type(entry).model_fields:
+        v = getattr(entry, field)
+        if isinstance(v, Figure):
+            t.add_row(field, str(v.value), v.source)
+        elif isinstance(v, Count):
+            t.add_row(field, str(v.value), v.source)
+        elif isinstance(v, Curve):
+            t.add_row(field, ", ".join(f"{x:g}→{y:.1%}" for x, y in v.points), v.source)
+        elif isinstance(v, dict):
+            for k, c in v.items():
+                t.add_row(f"{field}.{k}", str(c.value), c.source)
+        elif field not in ("description",) and v not in (None, ""):
+            t.add_row(field, str(v), "")
+    out.print(t)
+
+
+def main():
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Exporters: DataTree building, NetCDF/Zarr writers (and, later, Prometheus)."""

@@ -1,0 +1,1 @@
+"""Power models as pure functions of arrays: devices, power shelves, governors."""

@@ -1,0 +1,37 @@
+"""The domain error for bad input."""
+
+from __future__ import annotations
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be used, located by file, line and field path.
+
+    ``str(err)`` is the one line the CLI prints: ``FILE:LINE: field.path: message``.
+    """
+
+    def __init__(self, message: str, *, file: str = "<scenario>", line: int = 1, path: str = ""):
+        self.message = message
+        self.file = file
+        self.line = line
+        self.path = path or "<document>"
+        super().__init__(f"{file}:{line}: {self.path}: {message}")
+
+
+def format_path(loc: tuple) -> str:
+    """``("halls", 0, "rows", 1, "name")`` → ``halls[0].rows[1].name``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+class FieldError(ValueError):
+    """A problem found after parsing, at a field path; the loader adds file and line."""
+
+    def __init__(self, loc: tuple, message: str):
+        self.loc = tuple(loc)
+        self.message = message
+        super().__init__(f"{format_path(self.loc)}: {message}")

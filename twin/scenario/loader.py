@@ -1,0 +1,309 @@
+"""Load a scenario file: YAML with line numbers → validated :class:`Scenario`.
+
+Every problem becomes one :class:`ScenarioError` naming the file, the line and the field path.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from twin.catalog import Catalog, load_catalog
+from twin.scenario.errors import FieldError, ScenarioError, format_path
+from twin.scenario.layout import expand_racks
+from twin.scenario.model import GROUPS, Scenario
+from twin.sim.variables import VARIABLES
+
+MAX_FILE_BYTES = 5_000_000
+
+
+def _read(path: Path) -> str:
+    name = str(path)
+    if not path.exists():
+        raise ScenarioError("file not found", file=name)
+    if path.is_dir():
+        raise ScenarioError("is a directory, not a scenario file", file=name)
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise ScenarioError(f"file larger than {MAX_FILE_BYTES} bytes", file=name)
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError(f"not UTF-8 text ({exc.reason})", file=name) from None
+
+
+def _compose(text: str, name: str) -> yaml.Node:
+    """Parse YAML into a node tree (keeps line numbers); refuse anchors, aliases and tags."""
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise ScenarioError(
+                    "YAML anchors and aliases are not allowed in scenarios",
+                    file=name,
+                    line=event.start_mark.line + 1,
+                )
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        raise ScenarioError(f"not valid YAML: {exc.problem}", file=name, line=line) from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"not valid YAML: {exc}", file=name) from None
+    if node is None:
+        raise ScenarioError("empty file: a scenario needs at least 'name', 'time' and 'halls'", file=name)
+    if not isinstance(node, yaml.MappingNode):
+        raise ScenarioError("a scenario must be a YAML mapping of keys to values", file=name,
+                            line=node.start_mark.line + 1)
+    return node
+
+
+def _line_map(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
+    """Map field paths to 1-based line numbers (keys point at their key's line)."""
+    if out is None:
+        out = {(): node.start_mark.line + 1}
+    if isinstance(node, yaml.MappingNode):
+        seen = set()
+        for key, value in node.value:
+            k = key.value
+            sub = path + (k,)
+            if k in seen:
+                raise ScenarioError("duplicate key", line=key.start_mark.line + 1, path=format_path(sub))
+            seen.add(k)
+            out[sub] = key.start_mark.line + 1
+            _line_map(value, sub, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            sub = path + (i,)
+            out[sub] = item.start_mark.line + 1
+            _line_map(item, sub, out)
+    return out
+
+
+def _line_of(lines: dict[tuple, int], loc: tuple) -> int:
+    loc = tuple(loc)
+    while loc not in lines and loc:
+        loc = loc[:-1]
+    return lines.get(loc, 1)
+
+
+def _clean_loc(loc) -> tuple:
+    """Drop pydantic's union/validator tags from an error location."""
+    return tuple(p for p in loc if isinstance(p, int) or not any(c in str(p) for c in "[(-"))
+
+
+def _unwrap(tp):
+    """Strip Annotated and Optional/Union wrappers down to a model or container type."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (typing.Union, types.UnionType):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            tp = args[0]
+        else:
+            return tp
+
+
+def _model_at(loc: tuple):
+    """The pydantic model class found at ``loc`` inside a Scenario, if any."""
+    tp = Scenario
+    for part in loc:
+        tp = _unwrap(tp)
+        if isinstance(part, int):
+            args = typing.get_args(tp)
+            tp = args[0] if args else None
+        elif isinstance(tp, type) and issubclass(tp, BaseModel) and part in tp.model_fields:
+            tp = tp.model_fields[part].annotation
+        else:
+            return None
+    tp = _unwrap(tp)
+    return tp if isinstance(tp, type) and issubclass(tp, BaseModel) else None
+
+
+def _message(err: dict, loc: tuple) -> str:
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        model = _model_at(loc[:-1])
+        allowed = ", ".join(model.model_fields) if model else ""
+        return f"unknown key '{loc[-1]}'" + (f" (allowed: {allowed})" if allowed else "")
+    if kind == "missing":
+        return "required field is missing"
+    msg = err["msg"]
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if msg.startswith(prefix):
+            msg = msg[len(prefix):]
+    return msg
+
+
+@dataclass
+class LoadedScenario:
+    """A validated scenario with what is needed to place later errors in its file."""
+
+    scenario: Scenario
+    catalog: Catalog
+    text: str
+    path: Path
+    lines: dict[tuple, int]
+
+    @property
+    def base(self) -> Path:
+        """Folder that relative paths in the scenario are resolved from."""
+        return self.path.parent
+
+    def locate(self, err: FieldError) -> ScenarioError:
+        """Turn a :class:`FieldError` found after loading into a file:line ScenarioError."""
+        return ScenarioError(err.message, file=str(self.path), line=_line_of(self.lines, err.loc),
+                             path=format_path(err.loc))
+
+
+def _validation_error(exc: ValidationError, prefix: tuple) -> FieldError:
+    errors = exc.errors()
+    # A misspelled key also makes the intended one "missing": report the misspelling.
+    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    loc = prefix + _clean_loc(err["loc"])
+    return FieldError(loc, _message(err, loc))
+
+
+def load_scenario(path: str | Path, overrides: dict | None = None) -> LoadedScenario:
+    """Read, validate and cross-check a scenario file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The YAML file.
+    overrides : dict, optional
+        Values merged into top-level keys after parsing (e.g. ``{"time": {"duration": "1 h"}}``);
+        used by the CLI's ``--duration``, ``--step`` and ``--seed``.
+
+    Returns
+    -------
+    LoadedScenario
+        The scenario, the catalogue with the scenario's own entries merged in, the file text and
+        the line map.
+
+    Raises
+    ------
+    ScenarioError
+        With file, line and field path, for every kind of bad input.
+    """
+    path = Path(path)
+    name = str(path)
+    text = _read(path)
+    node = _compose(text, name)
+    try:
+        lines = _line_map(node)
+    except ScenarioError as exc:
+        raise ScenarioError(exc.message, file=name, line=exc.line, path=exc.path) from None
+    data = yaml.load(text, Loader=yaml.SafeLoader)  # anchors/aliases already refused
+    if not all(isinstance(k, str) for k in data):
+        raise ScenarioError("scenario keys must be strings", file=name)
+    for key, value in (overrides or {}).items():
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
+    where = LoadedScenario(None, None, text, path, lines)  # type: ignore[arg-type]
+    try:
+        scenario = Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise where.locate(_validation_error(exc, ())) from None
+    try:
+        catalog = load_catalog().merged(scenario.catalog)
+    except ValidationError as exc:
+        raise where.locate(_validation_error(exc, ("catalog",))) from None
+    loaded = LoadedScenario(scenario, catalog, text, path, lines)
+    try:
+        check_references(scenario, catalog, base=path.parent)
+    except FieldError as exc:
+        raise loaded.locate(exc) from None
+    return loaded
+
+
+def _known(names) -> str:
+    names = sorted(names)
+    shown = ", ".join(names[:12])
+    return shown + (", …" if len(names) > 12 else "")
+
+
+def check_references(scenario: Scenario, catalog: Catalog, base: Path) -> None:
+    """Cross-field checks: templates exist, names are unique, references resolve, files exist.
+
+    Raises
+    ------
+    FieldError
+        At the offending field.
+    """
+    cdu_names = set()
+    for i, cdu in enumerate(scenario.cdus):
+        if cdu.name in cdu_names:
+            raise FieldError(("cdus", i, "name"), f"duplicate CDU name '{cdu.name}'")
+        cdu_names.add(cdu.name)
+        if cdu.template not in catalog.cdus:
+            raise FieldError(("cdus", i, "template"),
+                             f"unknown CDU template '{cdu.template}' (known: {_known(catalog.cdus)})")
+    halls, rows, racks, built = set(), set(), set(), set()
+    templates = catalog.templates()
+    for h, hall in enumerate(scenario.halls):
+        if hall.name in halls:
+            raise FieldError(("halls", h, "name"), f"duplicate hall name '{hall.name}'")
+        halls.add(hall.name)
+        for r, row in enumerate(hall.rows):
+            where = ("halls", h, "rows", r)
+            if row.name in rows:
+                raise FieldError(where + ("name",), f"duplicate row name '{row.name}'")
+            rows.add(row.name)
+            for k, rack in enumerate(row.racks):
+                at = where + ("racks", k)
+                if rack.template not in templates:
+                    raise FieldError(at + ("template",),
+                                     f"unknown template '{rack.template}' (known: {_known(templates)})")
+                names = [slot.name for slot in expand_racks(rack, catalog)]
+                if rack.name in racks or built.intersection(names):
+                    raise FieldError(at + ("name",), f"duplicate rack name '{rack.name}'")
+                racks.add(rack.name)
+                built.update(names)
+                if rack.cdu is not None and rack.cdu not in cdu_names:
+                    known = _known(cdu_names) if cdu_names else "none defined under 'cdus'"
+                    raise FieldError(at + ("cdu",), f"unknown CDU '{rack.cdu}' (known: {known})")
+    kinds = set(catalog.chips)
+    for w, rule in enumerate(scenario.workload):
+        for k, kind in enumerate(rule.select.kind or []):
+            if kind not in kinds:
+                raise FieldError(("workload", w, "select", "kind", k),
+                                 f"unknown device kind '{kind}' (known: {_known(kinds)})")
+        for field, names in (("rack", built), ("row", rows), ("hall", halls)):
+            for k, pattern in enumerate(getattr(rule.select, field) or []):
+                if not any(fnmatch.fnmatchcase(n, pattern) for n in names):
+                    raise FieldError(("workload", w, "select", field, k),
+                                     f"'{pattern}' matches no {field} (known: {_known(names)})")
+        if rule.replay is not None and not (base / rule.replay).is_file():
+            raise FieldError(("workload", w, "replay"), f"replay file not found: {base / rule.replay}")
+    step = scenario.time.step
+    for group in GROUPS:
+        interval = getattr(scenario.record, group)
+        if interval == "off":
+            continue
+        ratio = interval / step
+        if ratio < 1 - 1e-9 or abs(ratio - round(ratio)) > 1e-6:
+            raise FieldError(("record", group),
+                             f"interval {interval:g} s is not a whole multiple of the step ({step:g} s)")
+    for group, names in scenario.record.variables.items():
+        known = VARIABLES[group]
+        for k, var in enumerate(names):
+            if var not in known:
+                raise FieldError(("record", "variables", group, k),
+                                 f"unknown variable '{var}' (known: {', '.join(known)})")
+
+
+def scenario_json_schema() -> str:
+    """The JSON Schema of the scenario format, as indented JSON text."""
+    schema = Scenario.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "twin scenario"
+    return json.dumps(schema, indent=2)

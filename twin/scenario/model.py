@@ -1,0 +1,197 @@
+"""Pydantic models of the scenario YAML.
+
+Quantities are strings with units (``"1.2 kW"``, ``"32 degC"``, ``"1.5 L/min"``, ``"500 ms"``);
+they are parsed with pint once, checked for dimension and stored as SI floats (temperatures in
+degC). Unknown keys are rejected everywhere.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
+
+from twin.units import QuantityError, parse_quantity
+
+_EXAMPLE = {
+    "power": "1.2 kW",
+    "temperature": "32 degC",
+    "temperature_difference": "10 K",
+    "time": "500 ms",
+    "volume_flow": "1.5 L/min",
+    "price": "0.08 USD/kWh",
+}
+
+
+def _quantity(dimension: str, *, positive: bool = False, non_negative: bool = False):
+    def parse(value):
+        try:
+            si = parse_quantity(value, dimension)
+        except QuantityError as exc:
+            raise ValueError(str(exc)) from None
+        if positive and not si > 0:
+            raise ValueError(f"must be positive, got {value!r}")
+        if non_negative and not si >= 0:
+            raise ValueError(f"must not be negative, got {value!r}")
+        return si
+
+    schema = {
+        "type": "string",
+        "description": f"{dimension.replace('_', ' ')} with units, e.g. '{_EXAMPLE[dimension]}'",
+        "examples": [_EXAMPLE[dimension]],
+    }
+    return Annotated[float, BeforeValidator(parse), WithJsonSchema(schema)]
+
+
+Duration = _quantity("time", positive=True)
+Instant = _quantity("time", non_negative=True)
+Temperature = _quantity("temperature")
+VolumeFlow = _quantity("volume_flow", non_negative=True)
+Price = _quantity("price", non_negative=True)
+Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
+Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.\-]+$")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TimeSpec(_Strict):
+    """Simulated time: start instant, duration and the thermal step."""
+
+    start: dt.datetime = dt.datetime(2026, 7, 1)
+    duration: Duration
+    step: Duration = 1.0
+
+    @model_validator(mode="after")
+    def _step_fits(self):
+        if self.step > self.duration:
+            raise ValueError(f"step ({self.step:g} s) is longer than the run ({self.duration:g} s)")
+        if self.duration / self.step > 5e8:
+            raise ValueError("more than 5e8 steps; use a longer step")
+        return self
+
+
+class Site(_Strict):
+    """Boundary conditions of the site (the cooling plant issue replaces them with models)."""
+
+    facility_water_supply: Temperature = 30.0
+    cold_aisle: Temperature = 25.0
+
+
+class CDUSpec(_Strict):
+    """A coolant distribution unit feeding racks on its secondary loop."""
+
+    name: Name
+    template: str = "in-row-1350kw"
+    supply_temperature: Temperature = 32.0
+
+
+class RackSpec(_Strict):
+    """Racks built from a catalogue template (a rack or a multi-rack system)."""
+
+    name: Name
+    template: str
+    count: Annotated[int, Field(ge=1, le=100_000)] = 1
+    cdu: str | None = None
+    coolant_flow: VolumeFlow | None = None  # per rack; default from the template
+
+
+class Row(_Strict):
+    name: Name
+    racks: Annotated[list[RackSpec], Field(min_length=1)]
+
+
+class Hall(_Strict):
+    name: Name
+    rows: Annotated[list[Row], Field(min_length=1)]
+
+
+class Select(_Strict):
+    """Which devices a workload rule applies to; all given criteria must match."""
+
+    kind: list[str] | None = None
+    rack: list[str] | None = None  # rack names or shell patterns ("us1-*")
+    row: list[str] | None = None
+    hall: list[str] | None = None
+
+
+class Swing(_Strict):
+    """A square wave between ``high`` and ``low`` utilisation (training compute/communication)."""
+
+    high: Fraction
+    low: Fraction
+    period: Duration
+    duty: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.7
+
+
+class Segment(_Strict):
+    """From time ``at`` on: a constant ``u`` or a ``swing``."""
+
+    at: Instant
+    u: Fraction | None = None
+    swing: Swing | None = None
+
+    @model_validator(mode="after")
+    def _one(self):
+        if (self.u is None) == (self.swing is None):
+            raise ValueError("give exactly one of 'u' or 'swing'")
+        return self
+
+
+class WorkloadRule(_Strict):
+    """Demanded utilisation for the selected devices: constant, a profile, or a replay file.
+
+    Rules apply in order; a later rule overrides an earlier one for the devices both select.
+    Devices that no rule selects idle (u = 0).
+    """
+
+    select: Select = Select()
+    u: Fraction | None = None
+    profile: Annotated[list[Segment], Field(min_length=1)] | None = None
+    replay: str | None = None  # CSV or Parquet, long format: time [s], device, u
+
+    @model_validator(mode="after")
+    def _one(self):
+        given = [k for k in ("u", "profile", "replay") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of 'u', 'profile' or 'replay'")
+        if self.profile is not None:
+            ats = [s.at for s in self.profile]
+            if ats != sorted(ats):
+                raise ValueError("profile segments must be in time order")
+        return self
+
+
+GROUPS = ("facility", "cdu", "rack", "sled", "device")
+
+
+class Record(_Strict):
+    """Recording interval per group (``off`` to skip a group) and optional variable lists."""
+
+    facility: Duration | Literal["off"] = 1.0
+    cdu: Duration | Literal["off"] = 1.0
+    rack: Duration | Literal["off"] = 1.0
+    sled: Duration | Literal["off"] = "off"
+    device: Duration | Literal["off"] = 10.0
+    variables: dict[Literal["facility", "cdu", "rack", "sled", "device"], list[str]] = {}
+
+
+class Scenario(_Strict):
+    """A twin scenario: time, site, hardware layout, workload, recording and output."""
+
+    name: Name
+    description: str = ""
+    seed: Annotated[int, Field(ge=0)] = 0
+    time: TimeSpec
+    site: Site = Site()
+    cdus: list[CDUSpec] = []
+    halls: Annotated[list[Hall], Field(min_length=1)]
+    workload: list[WorkloadRule] = []
+    record: Record = Record()
+    output: str | None = None
+    catalog: dict[
+        Literal["chips", "sleds", "power_shelves", "racks", "systems", "cdus"], dict[str, dict]
+    ] | None = None
+    electricity_price: Price | None = None

@@ -1,0 +1,1 @@
+"""The driver: build a system from a scenario, step it through time, record."""

@@ -1,0 +1,211 @@
+"""Build the simulated system from a scenario: named entities and flat parameter arrays.
+
+Entities are ordered rack → sled → device slot, so every device of a sled (and every sled of a
+rack) is contiguous and level sums are ``np.add.reduceat`` over fixed offsets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from twin.catalog import Catalog
+from twin.scenario.layout import expand_racks
+from twin.scenario.model import CDUSpec, Scenario
+from twin.thermal.network import SledGroup, volume_to_mass_flow_air, volume_to_mass_flow_water
+from twin.units import CP_WATER
+
+#: Chip figures copied into per-device arrays (name in the catalogue = name of the array).
+CHIP_FIELDS = (
+    "tdp", "p_idle", "p_leak_ref", "t_ref", "leak_beta", "clock_exponent", "t_throttle",
+    "t_shutdown", "throttle_hysteresis",
+)
+
+DEFAULT_CDU = CDUSpec(name="cdu-1")
+
+
+@dataclass
+class System:
+    """A built system: names, coordinates and parameter arrays (SI floats)."""
+
+    # racks
+    rack_name: np.ndarray
+    rack_template: np.ndarray
+    rack_system: np.ndarray
+    rack_row: np.ndarray
+    rack_hall: np.ndarray
+    rack_cdu: np.ndarray  # index into cdu arrays
+    rack_m_coolant: np.ndarray  # [kg/s]
+    rack_shelf_capacity: np.ndarray  # rated DC output of all PSUs [W]
+    rack_shelf_type: np.ndarray  # index into shelf_curves
+    shelf_curves: list[tuple[np.ndarray, np.ndarray]]
+    rack_sled_start: np.ndarray
+    # sleds
+    sled_name: np.ndarray
+    sled_template: np.ndarray
+    sled_rack: np.ndarray
+    sled_overhead: np.ndarray  # [W]
+    sled_fan_power: np.ndarray  # [W]
+    sled_m_coolant: np.ndarray  # [kg/s]
+    sled_m_air: np.ndarray  # [kg/s]
+    sled_device_start: np.ndarray
+    # devices
+    device_name: np.ndarray
+    device_kind: np.ndarray
+    device_sled: np.ndarray
+    device_rack: np.ndarray
+    device_liquid: np.ndarray
+    chip: dict[str, np.ndarray]  # CHIP_FIELDS + p_dyn
+    # cdus
+    cdu_name: np.ndarray
+    cdu_setpoint: np.ndarray  # [degC]
+    cdu_approach: np.ndarray  # [K]
+    cdu_design_flow: np.ndarray  # [kg/s]
+    cdu_pump_power: np.ndarray  # [W]
+    # thermal
+    groups: list[SledGroup]
+    hall_names: list[str]
+    row_names: list[str]
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def n_devices(self) -> int:
+        return self.device_name.size
+
+    @property
+    def n_racks(self) -> int:
+        return self.rack_name.size
+
+    @property
+    def device_row(self) -> np.ndarray:
+        return self.rack_row[self.device_rack]
+
+    @property
+    def device_hall(self) -> np.ndarray:
+        return self.rack_hall[self.device_rack]
+
+    def rack_sum(self, per_sled: np.ndarray) -> np.ndarray:
+        """Sum a per-sled array to racks."""
+        return np.add.reduceat(per_sled, self.rack_sled_start)
+
+    def sled_sum(self, per_device: np.ndarray) -> np.ndarray:
+        """Sum a per-device array to sleds."""
+        return np.add.reduceat(per_device, self.sled_device_start)
+
+
+def build_system(scenario: Scenario, catalog: Catalog) -> System:
+    """Expand the scenario's halls, rows and racks into a :class:`System`."""
+    cdus = list(scenario.cdus) or [DEFAULT_CDU]
+    cdu_index = {c.name: i for i, c in enumerate(cdus)}
+    shelf_names = sorted({r.power_shelf for r in catalog.racks.values()})
+    shelf_index = {n: i for i, n in enumerate(shelf_names)}
+    shelf_curves = [
+        (np.array([p[0] for p in catalog.power_shelves[n].efficiency.points]),
+         np.array([p[1] for p in catalog.power_shelves[n].efficiency.points]))
+        for n in shelf_names
+    ]
+
+    racks, sleds, devices = [], [], []
+    hall_names, row_names = [], []
+    for hall in scenario.halls:
+        hall_names.append(hall.name)
+        for row in hall.rows:
+            row_names.append(row.name)
+            for spec in row.racks:
+                for slot in expand_racks(spec, catalog):
+                    tpl = catalog.racks[slot.template]
+                    flow = spec.coolant_flow if spec.coolant_flow is not None else tpl.coolant_flow.si
+                    shelf = catalog.power_shelves[tpl.power_shelf]
+                    r = len(racks)
+                    racks.append(dict(
+                        name=slot.name, template=slot.template, system=slot.system,
+                        row=len(row_names) - 1, hall=len(hall_names) - 1,
+                        cdu=cdu_index[spec.cdu] if spec.cdu else 0,
+                        m_coolant=volume_to_mass_flow_water(flow),
+                        capacity=tpl.shelves.value * shelf.psus.value * shelf.psu_rating.si,
+                        shelf=shelf_index[tpl.power_shelf], sled_start=len(sleds),
+                    ))
+                    # Liquid flow is split over sleds in proportion to their plates' design flow.
+                    sled_list = [(s, c.value) for s, c in tpl.sleds.items()]
+                    design = {
+                        s: sum(catalog.chips[ch].flow_ref.si * n.value
+                               for ch, n in catalog.sleds[s].devices.items()
+                               if catalog.chips[ch].cooling == "liquid")
+                        for s, _ in sled_list
+                    }
+                    total = sum(design[s] * n for s, n in sled_list)
+                    slot_no = 0
+                    for sname, count in sled_list:
+                        stpl = catalog.sleds[sname]
+                        for _ in range(count):
+                            share = design[sname] / total if total > 0 else 0.0
+                            sled_id = f"{slot.name}/s{slot_no:02d}"
+                            sleds.append(dict(
+                                name=sled_id, template=sname, rack=r,
+                                overhead=stpl.overhead.si, fan=stpl.fan_power.si,
+                                m_coolant=racks[r]["m_coolant"] * share,
+                                m_air=volume_to_mass_flow_air(stpl.air_flow.si),
+                                device_start=len(devices),
+                            ))
+                            for chip_name, n in stpl.devices.items():
+                                for j in range(n.value):
+                                    devices.append(dict(
+                                        name=f"{sled_id}/{chip_name}-{j}", kind=chip_name,
+                                        sled=len(sleds) - 1, rack=r,
+                                    ))
+                            slot_no += 1
+
+    def col(rows, key, dtype=None):
+        return np.array([x[key] for x in rows], dtype=dtype)
+
+    kinds = col(devices, "kind", object)
+    chip = {f: np.array([getattr(catalog.chips[k], f).si for k in kinds]) for f in CHIP_FIELDS}
+    chip["p_dyn"] = chip["tdp"] - chip["p_idle"] - chip["p_leak_ref"]
+    liquid = np.array([catalog.chips[k].cooling == "liquid" for k in kinds])
+    sled_template = col(sleds, "template", object)
+    device_start = col(sleds, "device_start", np.int64)
+
+    groups = []
+    for sname in dict.fromkeys(sled_template):
+        idx = np.flatnonzero(sled_template == sname)
+        stpl = catalog.sleds[sname]
+        k = sum(n.value for n in stpl.devices.values())
+        dev = device_start[idx][:, None] + np.arange(k)[None, :]
+        slot_kinds = kinds[dev[0]]
+        chips = [catalog.chips[c] for c in slot_kinds]
+        slot_liquid = np.array([c.cooling == "liquid" for c in chips])
+        rho = np.where(slot_liquid, volume_to_mass_flow_water(1.0), volume_to_mass_flow_air(1.0))
+        groups.append(SledGroup(
+            template=sname, sleds=idx, devices=dev, liquid=slot_liquid,
+            g_jc=np.array([1.0 / c.r_jc.si for c in chips]),
+            g_conv_ref=np.array([1.0 / c.r_conv_ref.si for c in chips]),
+            flow_ref=np.array([c.flow_ref.si for c in chips]) * rho,
+            c_die=np.array([c.c_die.si for c in chips]),
+            c_plate=np.array([c.c_plate.si for c in chips]),
+            c_coolant=stpl.coolant_volume.si * volume_to_mass_flow_water(1.0) * CP_WATER,
+            c_chassis=stpl.c_chassis.si,
+        ))
+
+    cdu_tpl = [catalog.cdus[c.template] for c in cdus]
+    return System(
+        rack_name=col(racks, "name", object), rack_template=col(racks, "template", object),
+        rack_system=col(racks, "system", object), rack_row=col(racks, "row", np.int64),
+        rack_hall=col(racks, "hall", np.int64), rack_cdu=col(racks, "cdu", np.int64),
+        rack_m_coolant=col(racks, "m_coolant", float), rack_shelf_capacity=col(racks, "capacity", float),
+        rack_shelf_type=col(racks, "shelf", np.int64), shelf_curves=shelf_curves,
+        rack_sled_start=col(racks, "sled_start", np.int64),
+        sled_name=col(sleds, "name", object), sled_template=sled_template,
+        sled_rack=col(sleds, "rack", np.int64), sled_overhead=col(sleds, "overhead", float),
+        sled_fan_power=col(sleds, "fan", float), sled_m_coolant=col(sleds, "m_coolant", float),
+        sled_m_air=col(sleds, "m_air", float), sled_device_start=device_start,
+        device_name=col(devices, "name", object), device_kind=kinds,
+        device_sled=col(devices, "sled", np.int64), device_rack=col(devices, "rack", np.int64),
+        device_liquid=liquid, chip=chip,
+        cdu_name=np.array([c.name for c in cdus], dtype=object),
+        cdu_setpoint=np.array([c.supply_temperature for c in cdus]),
+        cdu_approach=np.array([t.approach.si for t in cdu_tpl]),
+        cdu_design_flow=np.array([volume_to_mass_flow_water(t.design_flow.si) for t in cdu_tpl]),
+        cdu_pump_power=np.array([t.pump_power.si for t in cdu_tpl]),
+        groups=groups, hall_names=hall_names, row_names=row_names,
+    )

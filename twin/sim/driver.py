@@ -1,0 +1,307 @@
+"""The driver: one clock, and per step (1) workload, (2) controllers, (3) power, (4) thermal
+integration, (5) recording — with finalisation in ``finally`` so an interrupted run keeps what
+it recorded.
+
+Per step and per level (array operations only, no per-device Python):
+
+- device power P(u, f, T_die) at the start-of-step die temperature (held over the step);
+- sled DC power = Σ devices + board overhead + fans; rack DC = Σ sleds;
+- rack AC = DC / η_shelf(load); the loss heats the rack's exhaust air;
+- sled networks integrated exactly over the step (``fast``) or by ``solve_ivp`` (``reference``);
+- heat to liquid ṁ·c_p·(T̄_coolant − T_supply) and to air ṁ_a·c_p,a·(T̄_air − T_inlet) from the
+  step-mean fluid temperatures, so electrical energy = heat to liquid + heat to air + stored heat;
+- CDU supply = max(setpoint, facility water + approach); return = flow-weighted mix of racks;
+  pump power by the affinity law;
+- thermal governor lowers clocks above the throttle point; a device above its shutdown point
+  trips and stays off.
+"""
+
+from __future__ import annotations
+
+import math
+import time as wallclock
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import numpy as np
+
+from twin.power.device import device_power
+from twin.power.governor import shutdown_trip, thermal_governor
+from twin.power.psu import shelf_input_power
+from twin.scenario.errors import FieldError
+from twin.scenario.loader import LoadedScenario
+from twin.sim.build import System, build_system
+from twin.sim.recorder import Recorder
+from twin.thermal.integrators import INTEGRATORS
+from twin.units import CP_AIR, CP_WATER
+from twin.workload.profile import ProfileWorkload
+
+#: Fixed-point iterations on leakage for the initial steady state (converges as β·P_leak·R ≪ 1).
+STEADY_ITERATIONS = 8
+#: Upper bound on the workload block: steps × devices values (≈ 16 MB of float64).
+BLOCK_VALUES = 2_000_000
+
+
+def cdu_pump_power(flow, design_flow, design_power):
+    """Pump power by the affinity law.
+
+    Parameters
+    ----------
+    flow, design_flow : ndarray
+        Mass flow and its design value [kg/s].
+    design_power : ndarray
+        Shaft+motor power at the design flow [W].
+
+    Returns
+    -------
+    ndarray
+        P = P_design · (ṁ / ṁ_design)³ [W] (pump affinity laws at fixed system curve).
+    """
+    return design_power * (flow / design_flow) ** 3
+
+
+@dataclass
+class Totals:
+    """Running totals over the run (exact, whatever the recording intervals) [J, W, degC, s]."""
+
+    e_device: float = 0.0
+    e_dc: float = 0.0
+    e_ac: float = 0.0
+    e_loss: float = 0.0
+    e_liquid: float = 0.0
+    e_air: float = 0.0
+    e_cooling: float = 0.0
+    stored_start: float = 0.0
+    stored_end: float = 0.0
+    p_facility_peak: float = 0.0
+    p_rack_peak: float = 0.0
+    t_die_max: float = -math.inf
+    throttled_device_seconds: float = 0.0
+    devices_throttled: int = 0
+    devices_tripped: int = 0
+    steps: int = 0
+    wall_seconds: float = 0.0
+    per_kind: dict = field(default_factory=dict)
+
+    @property
+    def energy_residual(self) -> float:
+        """(AC energy in − heat out − stored) / AC energy in [1]."""
+        out = self.e_liquid + self.e_air + (self.stored_end - self.stored_start)
+        return (self.e_ac - out) / self.e_ac if self.e_ac else 0.0
+
+
+class Simulation:
+    """A scenario built and ready to step.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+    solver : {"fast", "reference"}
+    """
+
+    def __init__(self, loaded: LoadedScenario, solver: str = "fast"):
+        self.loaded = loaded
+        sc = loaded.scenario
+        self.scenario = sc
+        self.system: System = build_system(sc, loaded.catalog)
+        try:
+            self.workload = ProfileWorkload(sc, self.system, loaded.base)
+        except FieldError as exc:
+            raise loaded.locate(exc) from None
+        self.h = sc.time.step
+        self.n_steps = max(1, int(round(sc.time.duration / self.h)))
+        self.solver = solver
+        self.integrator = INTEGRATORS[solver](self.system.groups, self.h)
+        sy = self.system
+        self.t_cold_aisle = sc.site.cold_aisle
+        self.t_facility = sc.site.facility_water_supply
+        for i, g in enumerate(sy.groups):
+            self.integrator.set_flows(i, sy.sled_m_coolant[g.sleds], sy.sled_m_air[g.sleds])
+        self._boundaries()
+        self.clock = np.ones(sy.n_devices)
+        self.tripped = np.zeros(sy.n_devices, dtype=bool)
+        self.ever_throttled = np.zeros(sy.n_devices, dtype=bool)
+        self.T = [np.zeros((g.sleds.size, g.m)) for g in sy.groups]
+        self.t_die = np.full(sy.n_devices, 0.0)
+        self.state = SimpleNamespace()
+        self.totals = Totals()
+        self.step_index = 0
+        intervals = {}
+        for group in ("facility", "cdu", "rack", "sled", "device"):
+            iv = getattr(sc.record, group)
+            intervals[group] = None if iv == "off" else max(1, int(round(iv / self.h)))
+        sizes = {"facility": 1, "cdu": sy.cdu_name.size, "rack": sy.n_racks,
+                 "sled": sy.sled_name.size, "device": sy.n_devices}
+        self.recorder = Recorder(sizes, intervals, self.n_steps, sc.record.variables)
+        self._initial_state()
+
+    # -- boundaries and levels -------------------------------------------------------------
+    def _boundaries(self):
+        """CDU supply temperatures and the constant boundary heat input of every sled node."""
+        sy = self.system
+        self.cdu_supply = np.maximum(sy.cdu_setpoint, self.t_facility + sy.cdu_approach)
+        self.rack_supply = self.cdu_supply[sy.rack_cdu]
+        self.sled_supply = self.rack_supply[sy.sled_rack]
+        self.q_base = []
+        for i, g in enumerate(sy.groups):
+            b = self.integrator.boundary(i)
+            q = np.zeros_like(b)
+            q[:, g.cool] = b[:, g.cool] * self.sled_supply[g.sleds]
+            q[:, g.air] = b[:, g.air] * self.t_cold_aisle + sy.sled_overhead[g.sleds] + sy.sled_fan_power[g.sleds]
+            self.q_base.append(q)
+
+    def _device_power(self, u):
+        c = self.system.chip
+        on = ~self.tripped
+        p = device_power(u * on, self.clock * on, self.t_die, c["p_idle"], c["p_dyn"],
+                         c["p_leak_ref"], c["t_ref"], c["leak_beta"], c["clock_exponent"])
+        return p * on
+
+    def _stored_heat(self) -> float:
+        """Σ C·T over all nodes [J] (relative to 0 degC)."""
+        return float(sum((T * g.capacity).sum() for T, g in zip(self.T, self.system.groups)))
+
+    def _initial_state(self):
+        """Steady state under the first step's demand (leakage iterated to a fixed point)."""
+        sy = self.system
+        u0 = self.workload.demand(0.0, self.h, 1)[0]
+        self.t_die[:] = sy.chip["t_ref"]
+        for _ in range(STEADY_ITERATIONS):
+            p = self._device_power(u0)
+            for i, g in enumerate(sy.groups):
+                q = self.q_base[i].copy()
+                q[:, : g.k] += p[g.devices]
+                self.T[i] = self.integrator.steady_state(i, q)
+                self.t_die[g.devices] = self.T[i][:, : g.k]
+        self.totals.stored_start = self._stored_heat()
+
+    # -- one step ----------------------------------------------------------------------------
+    def step(self, u: np.ndarray) -> None:
+        """Advance one thermal step with demanded utilisation ``u`` (devices,) [1]."""
+        sy, h, st, tot = self.system, self.h, self.state, self.totals
+        p_dev = self._device_power(u)
+        p_sled = sy.sled_sum(p_dev) + sy.sled_overhead + sy.sled_fan_power
+        p_dc = sy.rack_sum(p_sled)
+        p_ac = np.empty_like(p_dc)
+        for s, (loads, etas) in enumerate(sy.shelf_curves):
+            sel = sy.rack_shelf_type == s
+            p_ac[sel] = shelf_input_power(p_dc[sel], sy.rack_shelf_capacity[sel], loads, etas)
+        loss = p_ac - p_dc
+
+        t_cool = np.empty(sy.sled_name.size)
+        t_air = np.empty(sy.sled_name.size)
+        for i, g in enumerate(sy.groups):
+            q = self.q_base[i].copy()
+            q[:, : g.k] += p_dev[g.devices]
+            self.T[i], mean = self.integrator.step(i, self.T[i], q)
+            self.t_die[g.devices] = self.T[i][:, : g.k]
+            t_cool[g.sleds] = mean[:, 0]
+            t_air[g.sleds] = mean[:, 1]
+
+        m_c, m_a = sy.sled_m_coolant, sy.sled_m_air
+        q_liq_sled = m_c * CP_WATER * (t_cool - self.sled_supply)
+        q_air_sled = m_a * CP_AIR * (t_air - self.t_cold_aisle)
+        rack_m_c = sy.rack_sum(m_c)
+        rack_m_a = sy.rack_sum(m_a)
+        q_liq = sy.rack_sum(q_liq_sled)
+        q_air = sy.rack_sum(q_air_sled) + loss
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t_return = np.where(rack_m_c > 0, self.rack_supply + q_liq / (rack_m_c * CP_WATER), np.nan)
+        t_air_out = self.t_cold_aisle + q_air / (rack_m_a * CP_AIR)
+
+        n_cdu = sy.cdu_name.size
+        cdu_flow = np.bincount(sy.rack_cdu, weights=rack_m_c, minlength=n_cdu)
+        cdu_q = np.bincount(sy.rack_cdu, weights=q_liq, minlength=n_cdu)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cdu_return = np.where(cdu_flow > 0, self.cdu_supply + cdu_q / (cdu_flow * CP_WATER), np.nan)
+        p_pump = cdu_pump_power(cdu_flow, sy.cdu_design_flow, sy.cdu_pump_power)
+
+        p_it = p_ac.sum()
+        p_cooling = p_pump.sum()
+
+        # Controllers act on the state at the end of the step, for the next one.
+        clock_used = self.clock
+        throttled = clock_used < 1.0
+        self.clock = thermal_governor(self.clock, self.t_die, sy.chip["t_throttle"],
+                                      sy.chip["throttle_hysteresis"], h)
+        self.tripped = shutdown_trip(self.t_die, sy.chip["t_shutdown"], self.tripped)
+
+        # State for the recorder and exporters.
+        st.facility_p_it = p_it
+        st.facility_p_cooling = p_cooling
+        st.facility_p_facility = p_it + p_cooling
+        st.facility_p_loss = loss.sum()
+        st.facility_t_facility_supply = self.t_facility
+        st.facility_t_cold_aisle = self.t_cold_aisle
+        st.cdu_t_supply, st.cdu_t_return, st.cdu_flow = self.cdu_supply, cdu_return, cdu_flow
+        st.cdu_p_pump, st.cdu_q = p_pump, cdu_q
+        st.rack_p_ac, st.rack_p_dc = p_ac, p_dc
+        st.rack_t_coolant_supply = np.where(rack_m_c > 0, self.rack_supply, np.nan)
+        st.rack_t_coolant_return = t_return
+        st.rack_t_air_in = np.full(sy.n_racks, self.t_cold_aisle)
+        st.rack_t_air_out = t_air_out
+        st.rack_q_liquid, st.rack_q_air = q_liq, q_air
+        st.rack_throttled = sy.rack_sum(sy.sled_sum(throttled.astype(float))) / self.rack_devices
+        st.sled_p_dc = p_sled
+        st.sled_t_coolant_out = np.where(m_c > 0, t_cool, np.nan)
+        st.sled_t_air_out = t_air
+        st.device_u, st.device_p, st.device_t_die = u, p_dev, self.t_die
+        st.device_clock, st.device_throttled = clock_used, throttled
+        self.recorder.add(st)
+
+        tot.e_device += p_dev.sum() * h
+        tot.e_dc += p_dc.sum() * h
+        tot.e_ac += p_it * h
+        tot.e_loss += loss.sum() * h
+        tot.e_liquid += q_liq.sum() * h
+        tot.e_air += q_air.sum() * h
+        tot.e_cooling += p_cooling * h
+        tot.p_facility_peak = max(tot.p_facility_peak, p_it + p_cooling)
+        tot.p_rack_peak = max(tot.p_rack_peak, p_ac.max())
+        tot.t_die_max = max(tot.t_die_max, self.t_die.max())
+        n_thr = throttled.sum()
+        tot.throttled_device_seconds += n_thr * h
+        if n_thr:
+            self.ever_throttled |= throttled
+        tot.steps += 1
+        self.step_index += 1
+
+    @property
+    def rack_devices(self) -> np.ndarray:
+        if not hasattr(self, "_rack_devices"):
+            self._rack_devices = np.bincount(self.system.device_rack, minlength=self.system.n_racks)
+        return self._rack_devices
+
+    @property
+    def time(self) -> float:
+        """Simulated seconds since the start."""
+        return self.step_index * self.h
+
+    def run(self, progress=None, pace=None) -> Totals:
+        """Run all steps. ``progress(done_steps, n_steps)`` is called about every 0.2 s of wall time.
+
+        An interrupt (Ctrl-C) stops at the end of the current step; what was recorded is kept.
+        """
+        sy = self.system
+        block = max(1, min(4096, BLOCK_VALUES // max(1, sy.n_devices)))
+        t0 = wallclock.perf_counter()
+        last = t0
+        try:
+            while self.step_index < self.n_steps:
+                n = min(block, self.n_steps - self.step_index)
+                U = self.workload.demand(self.time, self.h, n)
+                for j in range(n):
+                    self.step(U[j])
+                    if pace is not None:
+                        pace(self.time)
+                if progress is not None and wallclock.perf_counter() - last > 0.2:
+                    last = wallclock.perf_counter()
+                    progress(self.step_index, self.n_steps)
+        finally:
+            self.totals.stored_end = self._stored_heat()
+            self.totals.wall_seconds = wallclock.perf_counter() - t0
+            self.totals.devices_throttled = int(self.ever_throttled.sum())
+            self.totals.devices_tripped = int(self.tripped.sum())
+            if progress is not None:
+                progress(self.step_index, self.n_steps)
+        return self.totals

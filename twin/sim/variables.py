@@ -1,0 +1,50 @@
+"""The recorded variables: one name per quantity (DESIGN.md names table), units and meaning.
+
+Every recorded value is the mean over its recording interval (powers and temperatures alike), so
+interval energies are exact; ``pue`` is the ratio of the interval-mean powers.
+"""
+
+from __future__ import annotations
+
+#: group → variable → (UDUNITS units, long_name)
+VARIABLES: dict[str, dict[str, tuple[str, str]]] = {
+    "facility": {
+        "p_it": ("W", "IT power (sum of rack AC input)"),
+        "p_facility": ("W", "facility power (IT + cooling)"),
+        "p_cooling": ("W", "cooling power (modelled components: CDU pumps)"),
+        "p_loss": ("W", "power-delivery losses (power shelves)"),
+        "pue": ("1", "power usage effectiveness p_facility / p_it"),
+        "t_facility_supply": ("degC", "facility water supply temperature"),
+        "t_cold_aisle": ("degC", "cold-aisle air temperature"),
+    },
+    "cdu": {
+        "t_supply": ("degC", "secondary-loop supply temperature"),
+        "t_return": ("degC", "secondary-loop return temperature"),
+        "flow": ("kg s-1", "secondary-loop mass flow"),
+        "p_pump": ("W", "secondary pump power"),
+        "q": ("W", "heat removed from the secondary loop"),
+    },
+    "rack": {
+        "p_ac": ("W", "rack AC input power"),
+        "p_dc": ("W", "rack DC busbar power"),
+        "t_coolant_supply": ("degC", "rack manifold coolant supply temperature"),
+        "t_coolant_return": ("degC", "rack manifold coolant return temperature"),
+        "t_air_in": ("degC", "rack air inlet temperature"),
+        "t_air_out": ("degC", "rack air exhaust temperature"),
+        "q_liquid": ("W", "heat to liquid"),
+        "q_air": ("W", "heat to air (sled exhaust and power-shelf losses)"),
+        "throttled": ("1", "fraction of the rack's devices throttled"),
+    },
+    "sled": {
+        "p_dc": ("W", "sled DC power (devices, overhead, fans)"),
+        "t_coolant_out": ("degC", "sled coolant outlet temperature"),
+        "t_air_out": ("degC", "sled exhaust air temperature"),
+    },
+    "device": {
+        "u": ("1", "demanded utilisation"),
+        "p": ("W", "device power"),
+        "t_die": ("degC", "die temperature"),
+        "clock": ("1", "relative clock"),
+        "throttled": ("1", "fraction of the interval spent throttled"),
+    },
+}

@@ -1,0 +1,1 @@
+"""Thermal network assembly and integrators."""

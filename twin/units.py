@@ -1,0 +1,143 @@
+"""The one pint registry, and quantity parsing for scenario and catalogue values.
+
+pint lives at the edges only: a string such as ``"1.2 kW"`` is parsed once, its dimension
+checked, and an SI float kept. Temperatures are kept in degrees Celsius (``degC``); every
+other quantity in its SI base unit. Nothing inside the step loop touches pint.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pint
+
+ureg = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
+
+#: Dimension name → (pint dimensionality, unit the SI float is stored in, UDUNITS label).
+DIMENSIONS: dict[str, tuple[str, str, str]] = {
+    "power": ("[power]", "W", "W"),
+    "energy": ("[energy]", "J", "J"),
+    "temperature": ("[temperature]", "degC", "degC"),
+    "temperature_difference": ("[temperature]", "K", "K"),
+    "time": ("[time]", "s", "s"),
+    "mass_flow": ("[mass] / [time]", "kg/s", "kg s-1"),
+    "volume_flow": ("[length] ** 3 / [time]", "m**3/s", "m3 s-1"),
+    "thermal_resistance": ("[temperature] / [power]", "K/W", "K W-1"),
+    "thermal_conductance": ("[power] / [temperature]", "W/K", "W K-1"),
+    "heat_capacity": ("[energy] / [temperature]", "J/K", "J K-1"),
+    "specific_heat": ("[energy] / [mass] / [temperature]", "J/kg/K", "J kg-1 K-1"),
+    "per_kelvin": ("1 / [temperature]", "1/K", "K-1"),
+    "volume": ("[length] ** 3", "m**3", "m3"),
+    "pressure": ("[pressure]", "Pa", "Pa"),
+    "flops": ("1 / [time]", "1/s", "s-1"),
+    "bytes": ("[]", "", "byte"),
+    "bandwidth": ("1 / [time]", "1/s", "byte s-1"),
+    "dimensionless": ("[]", "", "1"),
+    "rate": ("1 / [time]", "1/s", "s-1"),
+    "price": ("1 / [energy]", "1/J", "J-1"),
+}
+
+ureg.define("byte = [] = B")
+ureg.define("FLOP = [] = flop")
+ureg.define("USD = [] ")
+ureg.define("EUR = [] ")
+
+
+class QuantityError(ValueError):
+    """A quantity string that cannot be parsed or has the wrong dimension."""
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_quantity(text: str | float | int, dimension: str) -> float:
+    """Parse a quantity and return it as an SI float (temperatures in degC).
+
+    Parameters
+    ----------
+    text : str or number
+        ``"1.2 kW"``, ``"32 degC"``, ``"1.5 L/min"``, ``"500 ms"``. A bare number is accepted
+        only for dimensionless quantities.
+    dimension : str
+        A key of :data:`DIMENSIONS`.
+
+    Returns
+    -------
+    float
+        The value in the stored unit of ``dimension``.
+    """
+    dim, unit, _ = DIMENSIONS[dimension]
+    if isinstance(text, bool):
+        raise QuantityError(f"expected a {dimension.replace('_', ' ')}, got {text!r}")
+    if isinstance(text, (int, float)):
+        if dim == "[]":
+            return float(text)
+        raise QuantityError(
+            f"{text!r} has no unit; write it with one, e.g. '{text} {_example_unit(dimension)}'"
+        )
+    if not isinstance(text, str) or not text.strip():
+        raise QuantityError(f"expected a {dimension.replace('_', ' ')} such as '{_example(dimension)}'")
+    try:
+        q = ureg.Quantity(text.strip())
+    except Exception as exc:  # pint raises several unrelated types for bad text
+        raise QuantityError(f"cannot read {text!r} as a quantity ({type(exc).__name__})") from None
+    if not isinstance(q, ureg.Quantity):
+        q = ureg.Quantity(q)
+    if dimension == "temperature_difference" and q.units in (ureg.degC, ureg.degF):
+        q = ureg.Quantity(q.magnitude, "delta_" + str(q.units))
+    if not q.check(dim):
+        raise QuantityError(
+            f"{text!r} is not a {dimension.replace('_', ' ')} (expected units like "
+            f"'{_example_unit(dimension)}', got '{q.units:~}')"
+        )
+    if dim == "[]":
+        return float(q.to("dimensionless").magnitude)
+    return float(q.to(unit).magnitude)
+
+
+_EXAMPLES = {
+    "power": "kW",
+    "energy": "kWh",
+    "temperature": "degC",
+    "temperature_difference": "K",
+    "time": "s",
+    "mass_flow": "kg/s",
+    "volume_flow": "L/min",
+    "thermal_resistance": "K/W",
+    "thermal_conductance": "W/K",
+    "heat_capacity": "J/K",
+    "specific_heat": "J/kg/K",
+    "per_kelvin": "1/K",
+    "volume": "L",
+    "pressure": "kPa",
+    "flops": "PFLOP/s",
+    "bytes": "GB",
+    "bandwidth": "TB/s",
+    "dimensionless": "",
+    "rate": "1/h",
+    "price": "USD/kWh",
+}
+
+
+def _example_unit(dimension: str) -> str:
+    return _EXAMPLES[dimension]
+
+
+def _example(dimension: str) -> str:
+    return f"1 {_EXAMPLES[dimension]}".strip()
+
+
+def udunits(dimension: str) -> str:
+    """UDUNITS label for a stored dimension (for dataset ``units`` attributes)."""
+    return DIMENSIONS[dimension][2]
+
+
+# Named physical constants used by the models (SI).
+#: Specific heat of water at 30 degC [J kg-1 K-1] (IAPWS-95 via NIST WebBook: 4.178 kJ/kg/K).
+CP_WATER = 4178.0
+#: Density of water at 30 degC [kg m-3] (NIST WebBook: 995.6 kg/m3).
+RHO_WATER = 995.6
+#: Specific heat of dry air near 25 degC [J kg-1 K-1] (engineering tables, 1.006 kJ/kg/K).
+CP_AIR = 1006.0
+#: Density of air at 25 degC, 101.325 kPa [kg m-3] (ideal gas: 1.184 kg/m3).
+RHO_AIR = 1.184
+SECONDS_PER_HOUR = 3600.0
+JOULES_PER_KWH = 3.6e6

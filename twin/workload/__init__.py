@@ -1,0 +1,1 @@
+"""Workload engine: what each device is asked to do."""
