@@ -139,6 +139,8 @@ def run(
         sim = Simulation(loaded, solver=solver)
     except ScenarioError as exc:
         _fail(str(exc))
+    except KeyboardInterrupt:
+        _fail("interrupted before the run started; nothing written", EXIT_INTERRUPTED)
     bar = _Progress(loaded.scenario.name, sim.h, enabled=progress and err.is_terminal)
     interrupted = False
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
@@ -210,7 +212,7 @@ def catalog(name: Annotated[Optional[str], typer.Argument(help="Entry to show in
         for n, c in cat.chips.items():
             t.add_row(n, c.role, c.cooling, f"{c.tdp.si:,.0f} W",
                       f"{c.flops_fp8.si / 1e15:.2f} PF" if c.flops_fp8 else "",
-                      f"{c.hbm_capacity.si / 2**30:.0f} GiB" if c.hbm_capacity else "",
+                      str(c.hbm_capacity.value) if c.hbm_capacity else "",
                       f"{c.hbm_bandwidth.si / 1e12:.1f} TB/s" if c.hbm_bandwidth else "", c.status)
         out.print(t)
         t = Table(title="racks and systems")

@@ -83,6 +83,10 @@ def parse_quantity(text: str | float | int, dimension: str) -> float:
         q = ureg.Quantity(q)
     if dimension == "temperature_difference" and q.units in (ureg.degC, ureg.degF):
         q = ureg.Quantity(q.magnitude, "delta_" + str(q.units))
+    if q.dimensionless and dim != "[]":
+        raise QuantityError(
+            f"{text!r} has no unit; write it with one, e.g. '{text.strip()} {_example_unit(dimension)}'"
+        )
     if not q.check(dim):
         raise QuantityError(
             f"{text!r} is not a {dimension.replace('_', ' ')} (expected units like "

@@ -41,7 +41,7 @@ def write_tree(tree: xr.DataTree, path: str | Path) -> Path:
         if fmt == "netcdf":
             tree.to_netcdf(tmp, engine="h5netcdf", invalid_netcdf=False)
         else:
-            tree.to_zarr(tmp, mode="w", consolidated=True)
+            tree.to_zarr(tmp, mode="w", consolidated=True, zarr_format=2)
         _remove(path)
         os.replace(tmp, path)
     except BaseException:

@@ -168,7 +168,11 @@ GROUPS = ("facility", "cdu", "rack", "sled", "device")
 
 
 class Record(_Strict):
-    """Recording interval per group (``off`` to skip a group) and optional variable lists."""
+    """Recording interval per group (``off`` to skip a group) and optional variable lists.
+
+    An interval must be a whole multiple of the step; one shorter than the step records every
+    step (so ``--step`` can be raised without editing the file).
+    """
 
     facility: Duration | Literal["off"] = 1.0
     cdu: Duration | Literal["off"] = 1.0

@@ -1,0 +1,108 @@
+"""The command line end to end, and the README's examples kept true."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from typer.testing import CliRunner
+
+import twin
+from tests.conftest import ROOT, SCENARIOS
+from twin.cli import app
+
+README = (ROOT / "README.md").read_text()
+
+
+def _summary_rows(text: str) -> dict[str, str]:
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("│").split("│")]
+        if len(cells) == 2 and cells[0]:
+            rows[cells[0]] = cells[1]
+    return rows
+
+
+def test_quickstart_matches_readme(tmp_path, monkeypatch):
+    """`twin run scenarios/quickstart.yaml` prints the summary shown in the README, and the
+    README's xarray example prints what the README says it prints."""
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["run", str(SCENARIOS / "quickstart.yaml")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / "quickstart.nc").is_file()
+    shown = README.split("## Quickstart", 1)[1].split("```text", 1)[1].split("```", 1)[0]
+    assert _summary_rows(result.stdout) == _summary_rows(shown)
+
+    block = README.split("## Opening the output", 1)[1]
+    code = block.split("```python", 1)[1].split("```", 1)[0]
+    expected = block.split("```text", 1)[1].split("```", 1)[0]
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        exec(compile(code, "README.md", "exec"), {})
+    assert buf.getvalue().strip() == expected.strip()
+
+
+@pytest.mark.parametrize("suffix", [".nc", ".zarr"])
+def test_run_writes_both_formats(tmp_path, suffix):
+    out = tmp_path / f"gb300{suffix}"
+    result = CliRunner().invoke(app, ["run", str(SCENARIOS / "gb300-rack.yaml"), "-o", str(out),
+                                      "--duration", "10 min", "--step", "2 s"])
+    assert result.exit_code == 0, result.output
+    tree = twin.load(out)
+    assert set(tree.children) == {"facility", "cdu", "rack", "device"}
+    assert tree["rack"]["p_ac"].shape == (300, 1)  # 10 min / 2 s, one rack
+    assert tree["device"]["t_die"].attrs["units"] == "degC"
+    assert tree.attrs["scenario_name"] == "gb300-rack"
+    assert "GB300" in tree.attrs["scenario"]
+    assert not any(p.name.startswith(".") for p in tmp_path.iterdir())  # no temporary left
+
+
+def test_interrupt_keeps_what_was_recorded(tmp_path):
+    """SIGINT mid-run: exit 130 and a readable file holding the completed part."""
+    out = tmp_path / "long.nc"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "twin", "run", str(SCENARIOS / "quickstart.yaml"), "--duration", "1 d",
+         "-o", str(out), "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(5)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "interrupted at" in stderr and "Traceback" not in stderr
+    tree = twin.load(out)
+    n = tree["facility"].sizes["time"]
+    assert 0 < n < 86400
+    assert tree.attrs["interrupted"] == 1
+
+
+def test_schema_is_json_schema():
+    result = CliRunner().invoke(app, ["schema"])
+    assert result.exit_code == 0
+    schema = json.loads(result.stdout)
+    assert schema["title"] == "twin scenario"
+    assert {"name", "time", "halls"} <= set(schema["required"])
+
+
+def test_catalog_listing_and_entry():
+    runner = CliRunner()
+    result = runner.invoke(app, ["catalog"], terminal_width=200)
+    assert result.exit_code == 0
+    assert "trn3" in result.stdout and "gb300-nvl72" in result.stdout
+    result = runner.invoke(app, ["catalog", "trn3"], terminal_width=200)
+    assert result.exit_code == 0
+    assert re.search(r"flops_fp8\s.*2\.517 PFLOP/s.*AWS Neuron docs", result.stdout)
+    result = runner.invoke(app, ["catalog", "trn9"])
+    assert result.exit_code == 2 and "unknown entry 'trn9'" in result.stderr
+
+
+def test_validate_ok():
+    result = CliRunner().invoke(app, ["validate", str(SCENARIOS / "quickstart.yaml")])
+    assert result.exit_code == 0
+    assert "ok — 2 racks, 38 sleds, 290 devices" in result.stdout
