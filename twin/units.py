@@ -35,6 +35,7 @@ DIMENSIONS: dict[str, tuple[str, str, str]] = {
     "dimensionless": ("[]", "", "1"),
     "rate": ("1 / [time]", "1/s", "s-1"),
     "price": ("1 / [energy]", "1/J", "J-1"),
+    "power_rate": ("[power] / [time]", "W/s", "W s-1"),
 }
 
 ureg.define("byte = [] = B")
@@ -118,6 +119,7 @@ _EXAMPLES = {
     "dimensionless": "",
     "rate": "1/h",
     "price": "USD/kWh",
+    "power_rate": "W/s",
 }
 
 

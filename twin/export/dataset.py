@@ -37,6 +37,12 @@ def _coords(sim, group: str) -> dict:
             "rack": ("sled", sy.rack_name[sy.sled_rack].astype(str)),
             "template": ("sled", sy.sled_template.astype(str)),
         }
+    if group == "job":
+        jobs = sim.jobs.jobs
+        return {
+            "job": np.array([j.spec.name for j in jobs]),
+            "job_kind": ("job", np.array([j.spec.kind for j in jobs])),
+        }
     if group == "device":
         return {
             "device": sy.device_name.astype(str),
@@ -83,7 +89,7 @@ def build_tree(sim, interrupted: bool = False) -> xr.DataTree:
     for group, variables in data.items():
         every = rec.intervals()[group]
         n = next(iter(variables.values())).shape[0] if variables else 0
-        seconds = np.arange(n) * every * sim.h
+        seconds = np.arange(n) * every * sim.h_w
         time = start + pd.to_timedelta(seconds, unit="s")
         coords = {"time": ("time", time.to_numpy(), {"long_name": "start of recording interval"})}
         coords.update(_coords(sim, group))
@@ -93,7 +99,7 @@ def build_tree(sim, interrupted: bool = False) -> xr.DataTree:
             units, long_name = VARIABLES[group][v]
             values = arr[:, 0] if group == "facility" else arr
             attrs = {"units": units, "long_name": long_name,
-                     "cell_methods": f"time: mean (interval: {every * sim.h:g} s)"}
+                     "cell_methods": f"time: mean (interval: {every * sim.h_w:g} s)"}
             if units == "degC":
                 attrs["units_metadata"] = "temperature: on_scale"
             ds_vars[v] = (dims, values, attrs)

@@ -21,6 +21,7 @@ _EXAMPLE = {
     "time": "500 ms",
     "volume_flow": "1.5 L/min",
     "price": "0.08 USD/kWh",
+    "power_rate": "200 W/s",
 }
 
 
@@ -164,7 +165,76 @@ class WorkloadRule(_Strict):
         return self
 
 
-GROUPS = ("facility", "cdu", "rack", "sled", "device")
+class DeviceRequest(_Strict):
+    """Devices a job asks for: a chip kind, how many (default: all that match), and where."""
+
+    kind: str
+    count: Annotated[int, Field(ge=1)] | None = None
+    select: Select = Select()
+
+
+class Checkpoint(_Strict):
+    """Periodic checkpoints: every ``interval`` of job time the job pauses for ``duration``."""
+
+    interval: Duration
+    duration: Duration
+    u: Fraction = 0.05  # accelerator utilisation while writing the checkpoint
+
+
+class Smoothing(_Strict):
+    """Power smoothing for synchronous training (software fill / power floors, ramp limits)."""
+
+    floor: Fraction | None = None  # minimum device power as a fraction of TDP
+    ramp: _quantity("power_rate", positive=True) | None = None  # per device [W/s]
+
+
+class TrainingJob(_Strict):
+    """Synchronous data/tensor-parallel training: the whole gang swings between phases together.
+
+    Each iteration: ``compute_share`` of it at ``u_compute``, the rest in collectives at
+    ``u_collective`` with the network devices at ``network_load``. ``moe_training`` adds an
+    all-to-all phase (``all_to_all_share`` of the iteration) that loads EFA and NeuronSwitch.
+    """
+
+    kind: Literal["training", "moe_training"]
+    name: Name
+    devices: DeviceRequest
+    start: Instant = 0.0
+    iterations: Annotated[float, Field(gt=0)] | None = None  # stop after this many (default: run on)
+    iteration_time: Duration  # at full clock
+    compute_share: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.7
+    u_compute: Fraction = 0.95
+    u_collective: Fraction = 0.2
+    network_load: Fraction = 0.8
+    all_to_all_share: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0
+    u_all_to_all: Fraction = 0.3
+    host_load: Fraction = 0.3
+    tokens_per_iteration: Annotated[float, Field(ge=0)] = 0.0
+    checkpoint: Checkpoint | None = None
+    mtbf: Duration | None = None  # job-level mean time between failures
+    restart_time: Duration = 600.0
+    smoothing: Smoothing | None = None
+
+    @model_validator(mode="after")
+    def _phases(self):
+        if self.compute_share + self.all_to_all_share >= 1.0:
+            raise ValueError("compute_share + all_to_all_share must leave time for collectives (< 1)")
+        if self.kind == "training" and self.all_to_all_share > 0:
+            raise ValueError("all_to_all_share is for kind 'moe_training'")
+        return self
+
+
+class CpuJob(_Strict):
+    """Batch work on CPUs (data preparation, preprocessing) following a utilisation profile."""
+
+    kind: Literal["cpu"]
+    name: Name
+    devices: DeviceRequest
+    start: Instant = 0.0
+    profile: Annotated[list[Segment], Field(min_length=1)]
+
+
+GROUPS = ("facility", "cdu", "rack", "sled", "device", "job")
 
 
 class Record(_Strict):
@@ -179,7 +249,8 @@ class Record(_Strict):
     rack: Duration | Literal["off"] = 1.0
     sled: Duration | Literal["off"] = "off"
     device: Duration | Literal["off"] = 10.0
-    variables: dict[Literal["facility", "cdu", "rack", "sled", "device"], list[str]] = {}
+    job: Duration | Literal["off"] = 1.0
+    variables: dict[Literal["facility", "cdu", "rack", "sled", "device", "job"], list[str]] = {}
 
 
 class Scenario(_Strict):
@@ -193,6 +264,8 @@ class Scenario(_Strict):
     cdus: list[CDUSpec] = []
     halls: Annotated[list[Hall], Field(min_length=1)]
     workload: list[WorkloadRule] = []
+    workload_step: Duration | None = None  # finer than time.step for sub-second power (default: the step)
+    jobs: list[Annotated[TrainingJob | CpuJob, Field(discriminator="kind")]] = []
     record: Record = Record()
     output: str | None = None
     catalog: dict[

@@ -70,6 +70,14 @@ class System:
     extra: dict = field(default_factory=dict)
 
     @property
+    def shelf_members(self) -> list[np.ndarray]:
+        """Rack indices per power-shelf type (index into ``shelf_curves``)."""
+        if "shelf_members" not in self.extra:
+            self.extra["shelf_members"] = [np.flatnonzero(self.rack_shelf_type == s)
+                                           for s in range(len(self.shelf_curves))]
+        return self.extra["shelf_members"]
+
+    @property
     def n_devices(self) -> int:
         return self.device_name.size
 

@@ -30,11 +30,12 @@ from twin.power.governor import shutdown_trip, thermal_governor
 from twin.power.psu import shelf_input_power
 from twin.scenario.errors import FieldError
 from twin.scenario.loader import LoadedScenario
+from twin.scenario.model import GROUPS
 from twin.sim.build import System, build_system
 from twin.sim.recorder import Recorder
 from twin.thermal.integrators import INTEGRATORS
 from twin.units import CP_AIR, CP_WATER
-from twin.workload.profile import ProfileWorkload
+from twin.workload.engine import Workload
 
 #: Fixed-point iterations on leakage for the initial steady state (converges as β·P_leak·R ≪ 1).
 STEADY_ITERATIONS = 8
@@ -71,6 +72,7 @@ class Totals:
     e_liquid: float = 0.0
     e_air: float = 0.0
     e_cooling: float = 0.0
+    e_smoothing: float = 0.0  # extra device energy spent by power floors and ramp limits
     stored_start: float = 0.0
     stored_end: float = 0.0
     p_facility_peak: float = 0.0
@@ -105,9 +107,12 @@ class Simulation:
         self.scenario = sc
         self.system: System = build_system(sc, loaded.catalog)
         try:
-            self.workload = ProfileWorkload(sc, self.system, loaded.base)
+            self.workload = Workload(sc, self.system, loaded.catalog, loaded.base)
         except FieldError as exc:
             raise loaded.locate(exc) from None
+        self.jobs = self.workload.jobs
+        self.n_sub = self.workload.n_sub
+        self.h_w = self.workload.h_w
         self.h = sc.time.step
         self.n_steps = max(1, int(round(sc.time.duration / self.h)))
         self.solver = solver
@@ -125,14 +130,21 @@ class Simulation:
         self.t_die = np.full(sy.n_devices, 0.0)
         self.state = SimpleNamespace()
         self.totals = Totals()
+        self.rack_energy = np.zeros(sy.n_racks)  # cumulative rack AC energy [J] (for counters)
         self.step_index = 0
         intervals = {}
-        for group in ("facility", "cdu", "rack", "sled", "device"):
+        for group in GROUPS:
             iv = getattr(sc.record, group)
-            intervals[group] = None if iv == "off" else max(1, int(round(iv / self.h)))
+            if group == "job" and self.jobs is None:
+                iv = "off"
+            # In workload sub-steps; never finer than the workload step.
+            intervals[group] = None if iv == "off" else max(1, int(round(iv / self.h_w)))
         sizes = {"facility": 1, "cdu": sy.cdu_name.size, "rack": sy.n_racks,
-                 "sled": sy.sled_name.size, "device": sy.n_devices}
-        self.recorder = Recorder(sizes, intervals, self.n_steps, sc.record.variables)
+                 "sled": sy.sled_name.size, "device": sy.n_devices,
+                 "job": len(self.jobs.jobs) if self.jobs else 0}
+        self.recorder = Recorder(sizes, intervals, self.n_steps * self.n_sub, self.n_sub,
+                                 sc.record.variables)
+        self.p_prev = None  # last sub-step's device power, for ramp limits [W]
         self._initial_state()
 
     # -- boundaries and levels -------------------------------------------------------------
@@ -151,11 +163,28 @@ class Simulation:
             self.q_base.append(q)
 
     def _device_power(self, u):
+        """Device power for utilisation ``u`` (devices,) or (sub-steps, devices) [W]."""
         c = self.system.chip
         on = ~self.tripped
         p = device_power(u * on, self.clock * on, self.t_die, c["p_idle"], c["p_dyn"],
                          c["p_leak_ref"], c["t_ref"], c["leak_beta"], c["clock_exponent"])
         return p * on
+
+    def _smooth(self, p_sub):
+        """Apply the jobs' power floors and ramp limits; return the smoothed powers [W]."""
+        jobs = self.jobs
+        on = ~self.tripped
+        p = np.maximum(p_sub, jobs.floor * on)
+        if np.isfinite(jobs.ramp).any():
+            limit = jobs.ramp * self.h_w
+            prev = p[0] if self.p_prev is None else self.p_prev
+            out = np.empty_like(p)
+            for k in range(p.shape[0]):  # sequential in time; vectorised over devices
+                prev = np.clip(p[k], prev - limit, prev + limit) * on
+                out[k] = prev
+            p = out
+        self.p_prev = p[-1]
+        return p
 
     def _stored_heat(self) -> float:
         """Σ C·T over all nodes [J] (relative to 0 degC)."""
@@ -164,7 +193,7 @@ class Simulation:
     def _initial_state(self):
         """Steady state under the first step's demand (leakage iterated to a fixed point)."""
         sy = self.system
-        u0 = self.workload.demand(0.0, self.h, 1)[0]
+        u0 = self.workload.rules.demand(0.0, self.h_w, 1)[0]
         self.t_die[:] = sy.chip["t_ref"]
         for _ in range(STEADY_ITERATIONS):
             p = self._device_power(u0)
@@ -177,16 +206,32 @@ class Simulation:
 
     # -- one step ----------------------------------------------------------------------------
     def step(self, u: np.ndarray) -> None:
-        """Advance one thermal step with demanded utilisation ``u`` (devices,) [1]."""
+        """Advance one thermal step.
+
+        Parameters
+        ----------
+        u : ndarray, shape (n_sub, devices)
+            Demanded utilisation in each workload sub-step [1]. Powers are computed per sub-step
+            (for sub-second facility power); the thermal network gets their step mean, which
+            keeps energy exact.
+        """
         sy, h, st, tot = self.system, self.h, self.state, self.totals
-        p_dev = self._device_power(u)
-        p_sled = sy.sled_sum(p_dev) + sy.sled_overhead + sy.sled_fan_power
-        p_dc = sy.rack_sum(p_sled)
-        p_ac = np.empty_like(p_dc)
+        p_sub = self._device_power(u)
+        if self.jobs is not None:
+            raw = p_sub
+            p_sub = self._smooth(p_sub)
+            tot.e_smoothing += float((p_sub - raw).sum()) * self.h_w
+        p_dev = p_sub.mean(axis=0)
+        p_sled_sub = np.add.reduceat(p_sub, sy.sled_device_start, axis=1) + (sy.sled_overhead + sy.sled_fan_power)
+        p_dc_sub = np.add.reduceat(p_sled_sub, sy.rack_sled_start, axis=1)
+        p_ac_sub = np.empty_like(p_dc_sub)
         for s, (loads, etas) in enumerate(sy.shelf_curves):
-            sel = sy.rack_shelf_type == s
-            p_ac[sel] = shelf_input_power(p_dc[sel], sy.rack_shelf_capacity[sel], loads, etas)
+            sel = sy.shelf_members[s]
+            p_ac_sub[:, sel] = shelf_input_power(p_dc_sub[:, sel], sy.rack_shelf_capacity[sel], loads, etas)
+        p_dc = p_dc_sub.mean(axis=0)
+        p_ac = p_ac_sub.mean(axis=0)
         loss = p_ac - p_dc
+        p_sled = p_sled_sub.mean(axis=0)
 
         t_cool = np.empty(sy.sled_name.size)
         t_air = np.empty(sy.sled_name.size)
@@ -216,8 +261,9 @@ class Simulation:
             cdu_return = np.where(cdu_flow > 0, self.cdu_supply + cdu_q / (cdu_flow * CP_WATER), np.nan)
         p_pump = cdu_pump_power(cdu_flow, sy.cdu_design_flow, sy.cdu_pump_power)
 
-        p_it = p_ac.sum()
-        p_cooling = p_pump.sum()
+        p_it_sub = p_ac_sub.sum(axis=1)
+        p_it = float(p_it_sub.mean())
+        p_cooling = float(p_pump.sum())
 
         # Controllers act on the state at the end of the step, for the next one.
         clock_used = self.clock
@@ -226,16 +272,16 @@ class Simulation:
                                       sy.chip["throttle_hysteresis"], h)
         self.tripped = shutdown_trip(self.t_die, sy.chip["t_shutdown"], self.tripped)
 
-        # State for the recorder and exporters.
-        st.facility_p_it = p_it
-        st.facility_p_cooling = p_cooling
-        st.facility_p_facility = p_it + p_cooling
-        st.facility_p_loss = loss.sum()
-        st.facility_t_facility_supply = self.t_facility
-        st.facility_t_cold_aisle = self.t_cold_aisle
+        # State for the recorder and exporters: (entities,) per step, (n_sub, entities) per sub-step.
+        st.facility_p_it = p_it_sub[:, None]
+        st.facility_p_cooling = np.array([p_cooling])
+        st.facility_p_facility = (p_it_sub + p_cooling)[:, None]
+        st.facility_p_loss = np.array([loss.sum()])
+        st.facility_t_facility_supply = np.array([self.t_facility])
+        st.facility_t_cold_aisle = np.array([self.t_cold_aisle])
         st.cdu_t_supply, st.cdu_t_return, st.cdu_flow = self.cdu_supply, cdu_return, cdu_flow
         st.cdu_p_pump, st.cdu_q = p_pump, cdu_q
-        st.rack_p_ac, st.rack_p_dc = p_ac, p_dc
+        st.rack_p_ac, st.rack_p_dc = p_ac_sub, p_dc_sub
         st.rack_t_coolant_supply = np.where(rack_m_c > 0, self.rack_supply, np.nan)
         st.rack_t_coolant_return = t_return
         st.rack_t_air_in = np.full(sy.n_racks, self.t_cold_aisle)
@@ -245,10 +291,19 @@ class Simulation:
         st.sled_p_dc = p_sled
         st.sled_t_coolant_out = np.where(m_c > 0, t_cool, np.nan)
         st.sled_t_air_out = t_air
-        st.device_u, st.device_p, st.device_t_die = u, p_dev, self.t_die
+        st.device_u, st.device_p, st.device_t_die = u, p_sub, self.t_die
         st.device_clock, st.device_throttled = clock_used, throttled
+        if self.jobs is not None:
+            self.jobs.account(p_dev, h)
+            js = self.jobs.jobs
+            st.job_progress = np.array([j.progress for j in js])
+            st.job_throughput = np.array([j.rate for j in js])
+            st.job_tokens = np.array([j.tokens for j in js])
+            st.job_p = np.array([j.power for j in js])
+            st.job_state = np.array([j.state for j in js], dtype=float)
         self.recorder.add(st)
 
+        self.rack_energy += p_ac * h
         tot.e_device += p_dev.sum() * h
         tot.e_dc += p_dc.sum() * h
         tot.e_ac += p_it * h
@@ -256,8 +311,8 @@ class Simulation:
         tot.e_liquid += q_liq.sum() * h
         tot.e_air += q_air.sum() * h
         tot.e_cooling += p_cooling * h
-        tot.p_facility_peak = max(tot.p_facility_peak, p_it + p_cooling)
-        tot.p_rack_peak = max(tot.p_rack_peak, p_ac.max())
+        tot.p_facility_peak = max(tot.p_facility_peak, float(p_it_sub.max()) + p_cooling)
+        tot.p_rack_peak = max(tot.p_rack_peak, float(p_ac_sub.max()))
         tot.t_die_max = max(tot.t_die_max, self.t_die.max())
         n_thr = throttled.sum()
         tot.throttled_device_seconds += n_thr * h
@@ -282,21 +337,22 @@ class Simulation:
 
         An interrupt (Ctrl-C) stops at the end of the current step; what was recorded is kept.
         """
-        sy = self.system
-        block = max(1, min(4096, BLOCK_VALUES // max(1, sy.n_devices)))
         t0 = wallclock.perf_counter()
         last = t0
         try:
             while self.step_index < self.n_steps:
-                n = min(block, self.n_steps - self.step_index)
-                U = self.workload.demand(self.time, self.h, n)
-                for j in range(n):
-                    self.step(U[j])
-                    if pace is not None:
-                        pace(self.time)
-                if progress is not None and wallclock.perf_counter() - last > 0.2:
-                    last = wallclock.perf_counter()
-                    progress(self.step_index, self.n_steps)
+                u, repair = self.workload.demand(self.time, self.clock, self.tripped)
+                if repair is not None and repair.size:
+                    self.tripped[repair] = False
+                    self.clock[repair] = 1.0
+                self.step(u)
+                if pace is not None:
+                    pace(self.time)
+                if progress is not None and self.step_index % 64 == 0:
+                    now = wallclock.perf_counter()
+                    if now - last > 0.2:
+                        last = now
+                        progress(self.step_index, self.n_steps)
         finally:
             self.totals.stored_end = self._stored_heat()
             self.totals.wall_seconds = wallclock.perf_counter() - t0

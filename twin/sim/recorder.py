@@ -1,8 +1,13 @@
 """The recorder: interval means of the recorded variables in preallocated arrays.
 
-Memory is fixed when the run starts (samples × entities per variable), so it does not grow
-while the run goes on. Exporters read :meth:`Recorder.snapshot` and :attr:`Recorder.latest`; they
-never change the simulation.
+Intervals are counted in workload sub-steps. A variable's per-step value is either one array
+per thermal step (entities,) or one row per sub-step (n_sub, entities) — facility and rack power
+and device power are given per sub-step, so they can be recorded at sub-second resolution; a
+step value recorded at a finer interval repeats within its step.
+
+Memory is fixed when the run starts (samples × entities per variable), so it does not grow while
+the run goes on. Exporters read :meth:`Recorder.snapshot` and :attr:`Recorder.latest`; they never
+change the simulation.
 """
 
 from __future__ import annotations
@@ -19,12 +24,14 @@ DERIVED = {("facility", "pue")}
 class _Group:
     def __init__(self, name, variables, n_entities, every, n_samples):
         self.name = name
-        self.vars = variables
+        self.vars = [v for v in variables if (name, v) not in DERIVED]
+        self.derived = [v for v in variables if (name, v) in DERIVED]
         self.every = every
         self.n_samples = n_samples
+        self.n_entities = n_entities
         self.count = 0
         self.filled = 0
-        self.acc = {v: np.zeros(n_entities) for v in variables}
+        self.acc = {v: np.zeros(n_entities) for v in self.vars}
         self.out = {v: np.full((n_samples, n_entities), np.nan) for v in variables}
 
 
@@ -36,54 +43,75 @@ class Recorder:
     sizes : dict
         Entities per group (facility: 1).
     intervals : dict
-        Recording interval per group in steps (None = off).
-    n_steps : int
-        Steps in the run.
+        Recording interval per group in workload sub-steps (None = off). Either a multiple of
+        ``n_sub`` or a divisor of it.
+    n_substeps : int
+        Workload sub-steps in the run.
+    n_sub : int
+        Workload sub-steps per thermal step.
     variables : dict
         Variables per group (default: all of :data:`VARIABLES`).
     """
 
-    def __init__(self, sizes, intervals, n_steps, variables=None):
+    def __init__(self, sizes, intervals, n_substeps, n_sub, variables=None):
+        self.n_sub = n_sub
         self.groups: dict[str, _Group] = {}
         self.latest: dict[str, dict[str, np.ndarray]] = {}
         for group in GROUPS:
             every = intervals.get(group)
-            if not every:
+            if not every or not sizes.get(group):
                 continue
             names = list((variables or {}).get(group) or VARIABLES[group])
-            self.groups[group] = _Group(group, names, sizes[group], every, n_steps // every)
+            self.groups[group] = _Group(group, names, sizes[group], every, n_substeps // every)
 
     def add(self, state) -> None:
-        """Add one step's values; ``state.<group>_<variable>`` holds each array."""
+        """Add one thermal step; ``state.<group>_<variable>`` holds each value."""
+        n_sub = self.n_sub
         for g in self.groups.values():
-            g.count += 1
-            for v in g.vars:
-                if (g.name, v) not in DERIVED:
-                    g.acc[v] += getattr(state, f"{g.name}_{v}")
-            if g.count == g.every:
-                self._emit(g)
+            if g.every >= n_sub:
+                for v in g.vars:
+                    value = getattr(state, f"{g.name}_{v}")
+                    if np.ndim(value) == 2:
+                        g.acc[v] += value.sum(axis=0)
+                    else:
+                        g.acc[v] += value if n_sub == 1 else value * n_sub
+                g.count += n_sub
+                if g.count >= g.every:
+                    self._emit(g, {v: (g.acc[v] / g.every)[None, :] for v in g.vars})
+                    for v in g.vars:
+                        g.acc[v][:] = 0.0
+                    g.count = 0
+            else:
+                k = n_sub // g.every
+                rows = {}
+                for v in g.vars:
+                    value = getattr(state, f"{g.name}_{v}")
+                    if np.ndim(value) == 2:
+                        rows[v] = value.reshape(k, g.every, g.n_entities).mean(axis=1)
+                    else:
+                        rows[v] = np.broadcast_to(value, (k, g.n_entities))
+                self._emit(g, rows)
 
-    def _emit(self, g: _Group) -> None:
-        if g.filled >= g.n_samples:
+    def _emit(self, g: _Group, rows: dict[str, np.ndarray]) -> None:
+        k = next(iter(rows.values())).shape[0]
+        k = min(k, g.n_samples - g.filled)
+        if k <= 0:
             return
-        row = {}
-        for v in g.vars:
-            if (g.name, v) in DERIVED:
-                continue
-            row[v] = g.acc[v] / g.every
-            g.out[v][g.filled] = row[v]
-            g.acc[v][:] = 0.0
-        if g.name == "facility" and "pue" in g.vars:
-            p_it = row.get("p_it", np.nan)
-            row["pue"] = np.where(p_it > 0, row.get("p_facility", np.nan) / np.maximum(p_it, 1e-300), np.nan)
-            g.out["pue"][g.filled] = row["pue"]
-        self.latest[g.name] = row
-        g.filled += 1
-        g.count = 0
+        sl = slice(g.filled, g.filled + k)
+        for v, r in rows.items():
+            g.out[v][sl] = r[:k]
+        if "pue" in g.derived:
+            p_it, p_fac = rows.get("p_it"), rows.get("p_facility")
+            if p_it is not None and p_fac is not None:
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    g.out["pue"][sl] = np.where(p_it[:k] > 0, p_fac[:k] / p_it[:k], np.nan)
+        self.latest[g.name] = {v: g.out[v][g.filled + k - 1] for v in g.out}
+        g.filled += k
 
     def snapshot(self) -> dict[str, dict[str, np.ndarray]]:
         """Recorded samples so far: group → variable → array (samples, entities)."""
-        return {name: {v: g.out[v][: g.filled] for v in g.vars} for name, g in self.groups.items()}
+        return {name: {v: g.out[v][: g.filled] for v in g.out} for name, g in self.groups.items()}
 
     def intervals(self) -> dict[str, int]:
+        """Recording interval per group, in workload sub-steps."""
         return {name: g.every for name, g in self.groups.items()}

@@ -47,4 +47,11 @@ VARIABLES: dict[str, dict[str, tuple[str, str]]] = {
         "clock": ("1", "relative clock"),
         "throttled": ("1", "fraction of the interval spent throttled"),
     },
+    "job": {
+        "progress": ("1", "work done: iterations (training)"),
+        "throughput": ("s-1", "iterations per second"),
+        "tokens": ("1", "tokens processed, cumulative"),
+        "p": ("W", "device power attributed to the job"),
+        "state": ("1", "0 queued, 1 running, 2 checkpoint, 3 restarting, 4 done"),
+    },
 }

@@ -1,0 +1,65 @@
+"""The workload facade the driver talks to: open-loop rules plus closed-loop jobs.
+
+Rules (``workload:``) are evaluated ahead for blocks of steps; jobs (``jobs:``) run in lockstep
+with the driver and read clocks and trips back. Jobs own their devices: on a device a job holds,
+the job's utilisation replaces the rules'.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from twin.scenario.model import Scenario
+from twin.workload.jobs import JobSet
+from twin.workload.profile import ProfileWorkload
+
+#: Upper bound on a block of precomputed rule values: sub-steps × devices (≈ 16 MB of float64).
+BLOCK_VALUES = 2_000_000
+
+
+class Workload:
+    """Demanded utilisation per device and workload sub-step.
+
+    Parameters
+    ----------
+    scenario : Scenario
+    system : System
+    catalog : Catalog
+    base : Path
+        Folder for relative file names (replay files).
+    """
+
+    def __init__(self, scenario: Scenario, system, catalog, base):
+        self.h = scenario.time.step
+        self.h_w = scenario.workload_step or self.h
+        self.n_sub = max(1, int(round(self.h / self.h_w)))
+        self.rules = ProfileWorkload(scenario, system, base)
+        rng = np.random.default_rng(scenario.seed)
+        self.jobs = JobSet(scenario.jobs, system, catalog, rng, self.h_w) if scenario.jobs else None
+        self.n_devices = system.n_devices
+        self._block = np.zeros((0, self.n_sub, self.n_devices))
+        self._next = 0
+        self._block_t = 0.0
+
+    def demand(self, t: float, clock: np.ndarray, tripped: np.ndarray):
+        """Utilisation for the sub-steps of the thermal step starting at ``t``.
+
+        Returns
+        -------
+        u : ndarray, shape (n_sub, devices)
+            Step-mean utilisation of each sub-step [1].
+        repair : ndarray of int
+            Devices whose job restarted (their trips are cleared).
+        """
+        if self._next >= self._block.shape[0]:
+            steps = max(1, BLOCK_VALUES // max(1, self.n_sub * self.n_devices))
+            flat = self.rules.demand(t, self.h_w, steps * self.n_sub)
+            self._block = flat.reshape(steps, self.n_sub, self.n_devices)
+            self._next = 0
+        u = self._block[self._next]
+        self._next += 1
+        if self.jobs is None:
+            return u, None
+        u = u.copy()
+        repair = self.jobs.demand(t, self.h, self.n_sub, clock, tripped, u)
+        return u, repair
