@@ -221,27 +221,28 @@ class Simulation:
             raw = p_sub
             p_sub = self._smooth(p_sub)
             tot.e_smoothing += float((p_sub - raw).sum()) * self.h_w
-        p_dev = p_sub.mean(axis=0)
+        mean = (lambda a: a[0]) if self.n_sub == 1 else (lambda a: a.mean(axis=0))
+        p_dev = mean(p_sub)
         p_sled_sub = np.add.reduceat(p_sub, sy.sled_device_start, axis=1) + (sy.sled_overhead + sy.sled_fan_power)
         p_dc_sub = np.add.reduceat(p_sled_sub, sy.rack_sled_start, axis=1)
         p_ac_sub = np.empty_like(p_dc_sub)
         for s, (loads, etas) in enumerate(sy.shelf_curves):
             sel = sy.shelf_members[s]
             p_ac_sub[:, sel] = shelf_input_power(p_dc_sub[:, sel], sy.rack_shelf_capacity[sel], loads, etas)
-        p_dc = p_dc_sub.mean(axis=0)
-        p_ac = p_ac_sub.mean(axis=0)
+        p_dc = mean(p_dc_sub)
+        p_ac = mean(p_ac_sub)
         loss = p_ac - p_dc
-        p_sled = p_sled_sub.mean(axis=0)
+        p_sled = mean(p_sled_sub)
 
         t_cool = np.empty(sy.sled_name.size)
         t_air = np.empty(sy.sled_name.size)
         for i, g in enumerate(sy.groups):
             q = self.q_base[i].copy()
             q[:, : g.k] += p_dev[g.devices]
-            self.T[i], mean = self.integrator.step(i, self.T[i], q)
+            self.T[i], fluid = self.integrator.step(i, self.T[i], q)
             self.t_die[g.devices] = self.T[i][:, : g.k]
-            t_cool[g.sleds] = mean[:, 0]
-            t_air[g.sleds] = mean[:, 1]
+            t_cool[g.sleds] = fluid[:, 0]
+            t_air[g.sleds] = fluid[:, 1]
 
         m_c, m_a = sy.sled_m_coolant, sy.sled_m_air
         q_liq_sled = m_c * CP_WATER * (t_cool - self.sled_supply)
@@ -262,7 +263,7 @@ class Simulation:
         p_pump = cdu_pump_power(cdu_flow, sy.cdu_design_flow, sy.cdu_pump_power)
 
         p_it_sub = p_ac_sub.sum(axis=1)
-        p_it = float(p_it_sub.mean())
+        p_it = float(mean(p_it_sub))
         p_cooling = float(p_pump.sum())
 
         # Controllers act on the state at the end of the step, for the next one.

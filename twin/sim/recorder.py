@@ -56,7 +56,6 @@ class Recorder:
     def __init__(self, sizes, intervals, n_substeps, n_sub, variables=None):
         self.n_sub = n_sub
         self.groups: dict[str, _Group] = {}
-        self.latest: dict[str, dict[str, np.ndarray]] = {}
         for group in GROUPS:
             every = intervals.get(group)
             if not every or not sizes.get(group):
@@ -68,7 +67,17 @@ class Recorder:
         """Add one thermal step; ``state.<group>_<variable>`` holds each value."""
         n_sub = self.n_sub
         for g in self.groups.values():
-            if g.every >= n_sub:
+            if g.every == n_sub and g.filled < g.n_samples:  # one sample per step: no accumulation
+                row = g.filled
+                for v in g.vars:
+                    value = getattr(state, f"{g.name}_{v}")
+                    if np.ndim(value) == 2:
+                        value = value[0] if n_sub == 1 else value.mean(axis=0)
+                    g.out[v][row] = value
+                if g.derived:
+                    self._derive(g, slice(row, row + 1))
+                g.filled += 1
+            elif g.every >= n_sub:
                 for v in g.vars:
                     value = getattr(state, f"{g.name}_{v}")
                     if np.ndim(value) == 2:
@@ -100,13 +109,22 @@ class Recorder:
         sl = slice(g.filled, g.filled + k)
         for v, r in rows.items():
             g.out[v][sl] = r[:k]
-        if "pue" in g.derived:
-            p_it, p_fac = rows.get("p_it"), rows.get("p_facility")
-            if p_it is not None and p_fac is not None:
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    g.out["pue"][sl] = np.where(p_it[:k] > 0, p_fac[:k] / p_it[:k], np.nan)
-        self.latest[g.name] = {v: g.out[v][g.filled + k - 1] for v in g.out}
+        if g.derived:
+            self._derive(g, sl)
         g.filled += k
+
+    @staticmethod
+    def _derive(g: _Group, sl: slice) -> None:
+        if "pue" in g.derived and "p_it" in g.out and "p_facility" in g.out:
+            p_it, p_fac = g.out["p_it"][sl], g.out["p_facility"][sl]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                g.out["pue"][sl] = np.where(p_it > 0, p_fac / p_it, np.nan)
+
+    @property
+    def latest(self) -> dict[str, dict[str, np.ndarray]]:
+        """The last recorded sample of every group: group → variable → (entities,)."""
+        return {name: {v: g.out[v][g.filled - 1] for v in g.out}
+                for name, g in self.groups.items() if g.filled}
 
     def snapshot(self) -> dict[str, dict[str, np.ndarray]]:
         """Recorded samples so far: group → variable → array (samples, entities)."""
