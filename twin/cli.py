@@ -256,6 +256,10 @@ def catalog(name: Annotated[Optional[str], typer.Argument(help="Entry to show in
     out.print(t)
 
 
+from twin.export.server import serve as _serve  # noqa: E402
+app.command(name="serve")(_serve)
+
+
 def main():
     app()
 

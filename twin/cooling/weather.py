@@ -836,7 +836,13 @@ class Weather:
             return values
 
         raw_time = pd.to_numeric(df["time"], errors="coerce")
-        if raw_time.notna().all():
+        if len(df) and pd.notna(raw_time.iloc[0]):  # the first row decides: seconds or ISO
+            bad = np.flatnonzero(raw_time.isna().to_numpy())
+            if bad.size:
+                raise ValueError(
+                    f"{path}:{bad[0] + 2}: time is not a number of seconds: "
+                    f"{df['time'].iloc[bad[0]]!r}"
+                )
             time = raw_time.to_numpy(dtype=float)
         else:
             stamps = pd.to_datetime(df["time"], errors="coerce", format="ISO8601")

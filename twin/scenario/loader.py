@@ -162,11 +162,31 @@ class LoadedScenario:
                              path=format_path(err.loc))
 
 
-def _validation_error(exc: ValidationError, prefix: tuple) -> FieldError:
+def _prune(loc: tuple, data) -> tuple:
+    """Drop location parts that are not in the document (tags of discriminated unions)."""
+    out, node = [], data
+    for i, part in enumerate(loc):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        elif isinstance(node, dict) and i + 1 < len(loc) and isinstance(part, str) \
+                and node.get("kind") == part:
+            continue  # the discriminator value pydantic inserts for `kind`-tagged unions
+        else:
+            node = None
+        out.append(part)
+    return tuple(out)
+
+
+def _validation_error(exc: ValidationError, prefix: tuple, data=None) -> FieldError:
     errors = exc.errors()
     # A misspelled key also makes the intended one "missing": report the misspelling.
     err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    loc = prefix + _clean_loc(err["loc"])
+    loc = _clean_loc(err["loc"])
+    if data is not None:
+        loc = _prune(loc, data)
+    loc = prefix + loc
     return FieldError(loc, _message(err, loc))
 
 
@@ -212,11 +232,11 @@ def load_scenario(path: str | Path, overrides: dict | None = None) -> LoadedScen
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
-        raise where.locate(_validation_error(exc, ())) from None
+        raise where.locate(_validation_error(exc, (), data)) from None
     try:
         catalog = load_catalog().merged(scenario.catalog)
     except ValidationError as exc:
-        raise where.locate(_validation_error(exc, ("catalog",))) from None
+        raise where.locate(_validation_error(exc, ("catalog",), data.get("catalog"))) from None
     loaded = LoadedScenario(scenario, catalog, text, path, lines)
     try:
         check_references(scenario, catalog, base=path.parent)

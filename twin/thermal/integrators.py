@@ -138,6 +138,11 @@ class ExponentialIntegrator:
         """Steady node temperatures for constant heat input ``q`` (n, m) [W]: L T = q."""
         blk = self.blocks[i]
         A = blk.A[blk.inverse] if not blk.shared else np.broadcast_to(blk.A, (q.shape[0],) + blk.A.shape[1:])
+        # A node with no conductance at all (the coolant node of an air-only sled) is inert: pin
+        # it at 0 so the system is regular; nothing reads it and it stores no changing heat.
+        isolated = np.all(A == 0.0, axis=2)
+        if isolated.any():
+            A = A + isolated[..., None] * np.eye(A.shape[-1])
         g = q / blk.cap
         return np.linalg.solve(A, g[..., None])[..., 0]
 

@@ -1,0 +1,177 @@
+"""Training jobs: swings at the facility meter, checkpoints, power floors, throttle feedback."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import SCENARIOS
+from twin.catalog import load_catalog
+from twin.export.dataset import build_tree
+from twin.scenario import load_scenario
+from twin.sim.driver import Simulation
+
+SWINGS = SCENARIOS / "training-swings.yaml"
+
+
+def _run(path, over):
+    sim = Simulation(load_scenario(path, over))
+    sim.run()
+    return sim, build_tree(sim)
+
+
+def _dyn(chip):
+    c = load_catalog().chips[chip]
+    return c.tdp.si - c.p_idle.si - c.p_leak_ref.si
+
+
+@pytest.fixture(scope="module")
+def swings():
+    """training-swings shortened to 20 minutes with checkpoints every 5 minutes."""
+    over = {
+        "time": {"duration": "20 min"},
+        "record": {"facility": "100 ms", "job": "1 s", "device": "off", "rack": "1 s", "cdu": "off"},
+        "jobs": [{"kind": "training", "name": "pretrain", "devices": {"kind": "trn3", "count": 1152},
+                  "iteration_time": "2 s", "compute_share": 0.7, "u_compute": 0.95, "u_collective": 0.2,
+                  "network_load": 0.8, "checkpoint": {"interval": "5 min", "duration": "30 s"}}],
+    }
+    return _run(SWINGS, over)
+
+
+def test_dominant_frequency_is_one_over_iteration_time(swings):
+    """The facility power spectrum (100 ms samples) peaks at 1/T_iter = 0.5 Hz (±5 %)."""
+    sim, tree = swings
+    p = tree["facility"]["p_it"].values
+    seg = p[600:2400]  # 3 minutes between checkpoints
+    spec = np.abs(np.fft.rfft(seg - seg.mean()))
+    freqs = np.fft.rfftfreq(seg.size, d=0.1)
+    f_peak = freqs[np.argmax(spec)]
+    assert f_peak == pytest.approx(0.5, rel=0.05)
+
+
+def test_swing_amplitude_is_compute_minus_collective_times_chips(swings):
+    """Facility swing = Σ (P_compute − P_collective) over the job's devices / η_shelf (within 5 %).
+
+    By hand: in the device model the leakage term is the same in both phases, so per device
+    ΔP = P_dyn·Δu (f = 1). Accelerators go 0.95 → 0.2 (1,152 Trn3); the job's network devices
+    (2 EFA + 1 NeuronSwitch per sled) go the other way, 0.1 → 0.8. The shelves lose ~2.5 %.
+    """
+    sim, tree = swings
+    p = tree["facility"]["p_it"].values[600:2400]
+    high, low = np.percentile(p, 90), np.percentile(p, 10)
+    job = sim.scenario.jobs[0]
+    n_sleds = 1152 // 4
+    d_acc = 1152 * _dyn("trn3") * (job.u_compute - job.u_collective)
+    d_net = n_sleds * (2 * _dyn("efa") + _dyn("neuronswitch")) * (job.network_load - 0.1)
+    eta = 0.975  # ORv3 shelf near 50-75 % load (catalogue curve: 97.5 % / 97.3 %)
+    expected = (d_acc - d_net) / eta
+    assert (high - low) == pytest.approx(expected, rel=0.05)
+
+
+def test_checkpoint_dips_at_the_configured_interval(swings):
+    """Power dips to near idle for 30 s at the end of every 5-minute interval of job time."""
+    sim, tree = swings
+    state = tree["job"]["state"].values[:, 0]
+    starts = np.flatnonzero(np.diff((state == 2).astype(int)) == 1) + 1  # seconds
+    assert list(starts) == [270, 570, 870, 1170]
+    p = tree["facility"]["p_it"].values
+    dip = p[2800:2900].mean()  # 280-290 s: inside the first checkpoint
+    busy = p[600:2400].mean()
+    assert dip < 0.6 * busy
+
+
+def test_power_floor_shrinks_swing_and_costs_energy_as_by_hand():
+    """A floor at 80 % of TDP: collective-phase power rises to 800 W per chip; the swing and the
+    extra energy follow by hand from the unsmoothed device powers."""
+    over = {"time": {"duration": "4 min"}, "workload_step": "100 ms",
+            "record": {"facility": "100 ms", "device": "100 ms", "rack": "off", "cdu": "off", "job": "1 s"},
+            "jobs": [{"kind": "training", "name": "t", "devices": {"kind": "trn3"},
+                      "iteration_time": "2 s", "compute_share": 0.7, "u_compute": 0.95, "u_collective": 0.2}]}
+    quick = SCENARIOS / "quickstart.yaml"
+    sim0, tree0 = _run(quick, over)
+    over["jobs"][0]["smoothing"] = {"floor": 0.8}
+    sim1, tree1 = _run(quick, over)
+    d0 = tree0["device"].to_dataset()
+    d1 = tree1["device"].to_dataset()
+    trn0 = d0["p"].where(d0.kind == "trn3", drop=True)
+    trn1 = d1.where(d1.kind == "trn3", drop=True)
+    assert float(trn1["p"].min()) >= 800.0 - 1e-9
+    # By hand from the device equation: in each collective sub-step (u = 0.2) the unsmoothed
+    # power would be P_idle + P_dyn·0.2 + P_leak,ref·exp(β(T − T_ref)) at the die temperature of
+    # the step start (recorded 10 samples earlier); the floor adds max(0, 800 W − that).
+    c = load_catalog().chips["trn3"]
+    t_start = np.roll(trn1["t_die"].values, 10, axis=0)[10:]
+    u = trn1["u"].values[10:]
+    raw = (c.p_idle.si + _dyn("trn3") * u
+           + c.p_leak_ref.si * np.exp(c.leak_beta.si * (t_start - c.t_ref.si)))
+    extra_by_hand = float(np.maximum(0.0, 800.0 - raw).sum()) * 0.1
+    extra_first_second = float(np.maximum(0.0, 800.0 - trn0.values[:10]).sum()) * 0.1
+    # The first second has no recorded start temperature; it is taken from the unsmoothed run.
+    assert sim1.totals.e_smoothing == pytest.approx(extra_by_hand + extra_first_second, rel=0.005)
+    # The swing shrinks to P_compute − 800 W.
+    swing0 = np.percentile(trn0.values, 95) - np.percentile(trn0.values, 5)
+    swing1 = np.percentile(trn1["p"].values, 95) - np.percentile(trn1["p"].values, 5)
+    assert swing1 == pytest.approx(np.percentile(trn1["p"].values, 95) - 800.0, rel=0.01)
+    assert swing1 < swing0 - 300.0  # collective power rose from ~400 W to 800 W
+    # The run draws at least that much more energy: the floor's energy, plus the leakage of dies
+    # that now run warmer in every phase (here ~10 % on top: a few K at β = 1.5 %/K).
+    more = sim1.totals.e_device - sim0.totals.e_device
+    assert sim1.totals.e_smoothing < more < 1.15 * sim1.totals.e_smoothing
+
+
+def test_throttled_rack_slows_the_whole_job():
+    """One rack on a starved coolant flow throttles; the synchronous job runs at its clock."""
+    over = {
+        "time": {"duration": "10 min"},
+        "halls": [{"name": "h", "rows": [{"name": "r", "racks": [
+            {"name": "cool", "template": "trn3-gen2-rack", "cdu": "cdu-1"},
+            {"name": "hot", "template": "trn3-gen2-rack", "cdu": "cdu-1", "coolant_flow": "30 L/min"}]}]}],
+        "workload": [],
+        "jobs": [{"kind": "training", "name": "t", "devices": {"kind": "trn3"}, "iteration_time": "2 s",
+                  "compute_share": 0.9, "u_compute": 1.0, "u_collective": 0.9}],
+        "record": {"device": "1 s", "job": "1 s"},
+    }
+    sim, tree = _run(SCENARIOS / "quickstart.yaml", over)
+    dev = tree["device"].to_dataset()
+    trn = dev.where(dev.kind == "trn3", drop=True)
+    clock_hot = trn["clock"].where(trn.rack == "hot", drop=True).min("device")
+    clock_cool = trn["clock"].where(trn.rack == "cool", drop=True).min("device")
+    assert float(clock_cool.min()) == 1.0           # the cool rack never throttles
+    assert float(clock_hot[-60:].mean()) < 0.95      # the hot one does
+    rate = tree["job"]["throughput"].values[:, 0]
+    # rate = min clock / T_iter, applied with the clocks of the step (recorded clocks are those used)
+    expected = clock_hot.values / 2.0
+    np.testing.assert_allclose(rate[-300:], expected[-300:], rtol=1e-9)
+    assert sim.jobs.jobs[0].throttle_loss > 0
+
+
+def test_failure_rolls_back_to_checkpoint_and_restarts():
+    """With a short MTBF the job fails, loses the work since its checkpoint and restarts."""
+    over = {"time": {"duration": "30 min"}, "workload": [],
+            "jobs": [{"kind": "training", "name": "t", "devices": {"kind": "trn3"}, "iteration_time": "2 s",
+                      "checkpoint": {"interval": "2 min", "duration": "10 s"}, "mtbf": "8 min",
+                      "restart_time": "1 min"}],
+            "record": {"job": "1 s", "device": "off"}, "seed": 3}
+    sim, tree = _run(SCENARIOS / "quickstart.yaml", over)
+    job = sim.jobs.jobs[0]
+    progress = tree["job"]["progress"].values[:, 0]
+    state = tree["job"]["state"].values[:, 0]
+    assert job.failures >= 1
+    drops = np.flatnonzero(np.diff(progress) < 0)
+    assert drops.size == job.failures
+    assert (state == 3).sum() >= 60 * job.failures - 1  # restarting for 1 min each
+    # Without failures the job would have done more work.
+    assert progress[-1] < 30 * 60 / 2.0
+
+
+def test_same_seed_same_failures_other_seed_differs():
+    def failures(seed):
+        over = {"time": {"duration": "40 min"}, "workload": [], "seed": seed,
+                "jobs": [{"kind": "training", "name": "t", "devices": {"kind": "trn3"}, "iteration_time": "2 s",
+                          "mtbf": "5 min", "restart_time": "30 s"}],
+                "record": {"job": "1 s", "device": "off", "rack": "off"}}
+        sim, tree = _run(SCENARIOS / "quickstart.yaml", over)
+        return tree["job"]["progress"].values[:, 0]
+    a, b, c = failures(1), failures(1), failures(2)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)

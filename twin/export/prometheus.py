@@ -1,0 +1,391 @@
+"""Prometheus metrics of a running (or finished) simulation: one mapping table, one collector.
+
+Every recorded variable of :data:`twin.sim.variables.VARIABLES` that has a Prometheus name is
+listed once in :data:`METRICS` (``(group, variable) → metric name``); labels come from the
+group (:data:`GROUP_LABELS`) and help from the variable's ``long_name`` and units. Adding a
+metric for a new variable is one line in :data:`METRICS`; a variable the scenario does not record
+is skipped. The same tables drive the live collector (:class:`TwinCollector`) and the OpenMetrics
+writer (:mod:`twin.export.openmetrics`), so live and backfilled data have the same names.
+
+Names follow DESIGN.md: prefix ``twin_``, base units in the name (watts, joules, celsius,
+seconds, ratio, grams per second), counters end in ``_total``. Device- and sled-level series
+are emitted only when asked (``devices=True``) or when the level has fewer entities than
+``device_threshold`` (default :data:`DEVICE_THRESHOLD`), so a 100k-chip hall does not emit
+millions of series by default; per-kind summaries (:data:`KIND_SUMMARIES`) are always there.
+
+Optional DCGM-compatible names (``dcgm=True``) for NVIDIA GPUs — the foreign names are
+translated here, in :data:`DCGM_METRICS`, and nowhere else — let dashboards made for NVIDIA's
+dcgm-exporter read the twin unchanged.
+
+The collector only reads (``sim.recorder.latest``, ``sim.rack_energy``, ``sim.totals``); it never
+changes the simulation.
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from dataclasses import dataclass
+from datetime import timezone
+from typing import Callable
+
+import numpy as np
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector, CollectorRegistry
+
+import twin
+from twin.sim.variables import VARIABLES
+
+#: Device- or sled-level series are emitted by default only below this many entities.
+DEVICE_THRESHOLD = 2000
+
+#: Entity levels gated by the cardinality threshold.
+FINE_GROUPS = ("sled", "device")
+
+#: Labels of each group's series (label name = coordinate name in the dataset).
+GROUP_LABELS: dict[str, tuple[str, ...]] = {
+    "facility": (),
+    "cdu": ("cdu",),
+    "rack": ("rack", "row", "hall"),
+    "sled": ("sled", "rack"),
+    "device": ("device", "sled", "rack", "kind"),
+}
+
+#: UDUNITS unit of a variable → (metric-name suffix, factor to the metric's unit). Prometheus'
+#: base units: watts, joules, celsius, seconds, ratio — and grams (not kilograms) for mass.
+GRAMS_PER_KILOGRAM = 1e3
+UNIT_CONVERSION: dict[str, tuple[str, float, str]] = {
+    "W": ("_watts", 1.0, "W"),
+    "J": ("_joules", 1.0, "J"),
+    "degC": ("_celsius", 1.0, "degC"),
+    "1": ("_ratio", 1.0, "1"),
+    "kg s-1": ("_grams_per_second", GRAMS_PER_KILOGRAM, "g s-1"),
+    "s": ("_seconds", 1.0, "s"),
+}
+
+#: (group, variable) → metric name. ONE line per metric; help and labels are derived.
+METRICS: dict[tuple[str, str], str] = {
+    ("facility", "p_it"): "twin_it_power_watts",
+    ("facility", "p_facility"): "twin_facility_power_watts",
+    ("facility", "p_cooling"): "twin_cooling_power_watts",
+    ("facility", "p_loss"): "twin_power_delivery_loss_watts",
+    ("facility", "pue"): "twin_pue_ratio",
+    ("facility", "t_facility_supply"): "twin_facility_water_supply_temperature_celsius",
+    ("facility", "t_cold_aisle"): "twin_cold_aisle_temperature_celsius",
+    ("cdu", "t_supply"): "twin_cdu_supply_temperature_celsius",
+    ("cdu", "t_return"): "twin_cdu_return_temperature_celsius",
+    ("cdu", "flow"): "twin_cdu_flow_grams_per_second",
+    ("cdu", "p_pump"): "twin_cdu_pump_power_watts",
+    ("cdu", "q"): "twin_cdu_heat_removed_watts",
+    ("rack", "p_ac"): "twin_rack_power_watts",
+    ("rack", "p_dc"): "twin_rack_dc_power_watts",
+    ("rack", "t_coolant_supply"): "twin_rack_coolant_supply_temperature_celsius",
+    ("rack", "t_coolant_return"): "twin_rack_coolant_return_temperature_celsius",
+    ("rack", "t_air_in"): "twin_rack_air_inlet_temperature_celsius",
+    ("rack", "t_air_out"): "twin_rack_air_outlet_temperature_celsius",
+    ("rack", "q_liquid"): "twin_rack_heat_to_liquid_watts",
+    ("rack", "q_air"): "twin_rack_heat_to_air_watts",
+    ("rack", "throttled"): "twin_rack_throttled_ratio",
+    ("sled", "p_dc"): "twin_sled_power_watts",
+    ("sled", "t_coolant_out"): "twin_sled_coolant_outlet_temperature_celsius",
+    ("sled", "t_air_out"): "twin_sled_air_outlet_temperature_celsius",
+    ("device", "u"): "twin_device_utilization_ratio",
+    ("device", "p"): "twin_device_power_watts",
+    ("device", "t_die"): "twin_device_temperature_celsius",
+    ("device", "clock"): "twin_device_clock_ratio",
+    ("device", "throttled"): "twin_device_throttled_ratio",
+}
+
+
+@dataclass(frozen=True)
+class Counter:
+    """A cumulative energy counter: live value from the simulation, offline from a power series.
+
+    ``live(sim)`` gives the cumulative value per entity [J]; offline, the counter is the running
+    sum of ``power`` × recording interval from the ``group``'s samples.
+    """
+
+    name: str  # without the _total suffix
+    group: str
+    power: str  # variable whose time integral the counter is
+    live: Callable
+    help: str
+
+
+#: Energy counters (``<name>_total``), monotonic over a run and across ``--loop`` restarts.
+COUNTERS: tuple[Counter, ...] = (
+    Counter("twin_rack_energy_joules", "rack", "p_ac", lambda sim: sim.rack_energy,
+            "Rack AC input energy since the start [J]."),
+    Counter("twin_it_energy_joules", "facility", "p_it", lambda sim: np.array([sim.totals.e_ac]),
+            "IT energy (sum of rack AC input) since the start [J]."),
+    Counter("twin_cooling_energy_joules", "facility", "p_cooling",
+            lambda sim: np.array([sim.totals.e_cooling]),
+            "Cooling energy (modelled components) since the start [J]."),
+    Counter("twin_facility_energy_joules", "facility", "p_facility",
+            lambda sim: np.array([sim.totals.e_ac + sim.totals.e_cooling]),
+            "Facility energy (IT + cooling) since the start [J]."),
+)
+
+
+@dataclass(frozen=True)
+class KindSummary:
+    """A per-device-kind reduction of a device variable (always emitted: one series per kind)."""
+
+    name: str
+    variable: str
+    reduce: str  # sum | max | mean
+    help: str
+
+
+#: Per-kind summaries of the device level: dashboards work at any scale with these.
+KIND_SUMMARIES: tuple[KindSummary, ...] = (
+    KindSummary("twin_devices_power_watts", "p", "sum", "Power of all devices of a kind [W]."),
+    KindSummary("twin_device_temperature_max_celsius", "t_die", "max",
+                "Hottest die temperature of a kind [degC]."),
+    KindSummary("twin_device_utilization_mean_ratio", "u", "mean",
+                "Mean demanded utilisation of a kind [1]."),
+    KindSummary("twin_device_clock_mean_ratio", "clock", "mean", "Mean relative clock of a kind [1]."),
+    KindSummary("twin_devices_throttled", "throttled", "sum",
+                "Devices of a kind throttled (interval-mean count)."),
+)
+
+#: Number of devices per kind (constant over a run).
+DEVICES_METRIC = "twin_devices"
+
+#: twin device variable → (DCGM field name, scale, help) for NVIDIA GPUs (dcgm-exporter names).
+#: ``None`` scale on the clock means "× the chip's maximum SM clock in MHz" (:data:`SM_CLOCK_MHZ`).
+DCGM_METRICS: dict[str, tuple[str, float | None, str]] = {
+    "p": ("DCGM_FI_DEV_POWER_USAGE", 1.0, "Power draw (in W)."),
+    "t_die": ("DCGM_FI_DEV_GPU_TEMP", 1.0, "GPU temperature (in C)."),
+    "clock": ("DCGM_FI_DEV_SM_CLOCK", None, "SM clock frequency (in MHz)."),
+    "u": ("DCGM_FI_DEV_GPU_UTIL", 100.0, "GPU utilization (in %)."),
+}
+#: dcgm-exporter's labels on every GPU series.
+DCGM_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname")
+#: Maximum SM clock per GPU kind [MHz]. H200: NVIDIA H200 SXM max graphics clock as reported by
+#: nvidia-smi (same GH100 die as H100 SXM, 1980 MHz); Blackwell parts: estimate from nvidia-smi
+#: reports of B200 (1965 MHz). Used only to scale the relative clock for DCGM_FI_DEV_SM_CLOCK;
+#: belongs in the catalogue once it has a clock figure.
+SM_CLOCK_MHZ = {"h200": 1980.0, "b200": 1965.0, "gb200": 1965.0, "gb300": 1965.0}
+DEFAULT_SM_CLOCK_MHZ = 1980.0
+
+
+def metric_scale(group: str, variable: str) -> float:
+    """Factor from the variable's units (VARIABLES) to its metric's base unit."""
+    return UNIT_CONVERSION[VARIABLES[group][variable][0]][1]
+
+
+def metric_help(group: str, variable: str) -> str:
+    """Help text of a mapped variable: its long_name from VARIABLES and the metric's unit."""
+    units, long_name = VARIABLES[group][variable]
+    return f"{long_name[0].upper()}{long_name[1:]} [{UNIT_CONVERSION[units][2]}]."
+
+
+def fine_level_enabled(n_entities: int, devices: bool | None, threshold: int = DEVICE_THRESHOLD) -> bool:
+    """Whether a device/sled level with ``n_entities`` is exported (``devices`` None = automatic)."""
+    if devices is None:
+        return n_entities < threshold
+    return bool(devices)
+
+
+def kind_reduce(values: np.ndarray, kinds: np.ndarray, how: str) -> dict[str, np.ndarray]:
+    """Reduce ``values`` (..., devices) over the devices of each kind → {kind: (...)}."""
+    out = {}
+    for kind in sorted(set(kinds.tolist())):
+        sel = values[..., kinds == kind]
+        if how == "sum":
+            out[kind] = sel.sum(axis=-1)
+        elif how == "max":
+            out[kind] = sel.max(axis=-1)
+        elif how == "mean":
+            out[kind] = sel.mean(axis=-1)
+        else:  # pragma: no cover - table entries are fixed
+            raise ValueError(f"unknown reduction {how!r}")
+    return out
+
+
+def system_labels(sim) -> dict[str, dict[str, np.ndarray]]:
+    """Label values of every entity, per group (same names as the dataset coordinates)."""
+    sy = sim.system
+    rows = np.array(sy.row_names, dtype=object)
+    halls = np.array(sy.hall_names, dtype=object)
+    rack = sy.rack_name.astype(str)
+    return {
+        "facility": {},
+        "cdu": {"cdu": sy.cdu_name.astype(str)},
+        "rack": {"rack": rack, "row": rows[sy.rack_row].astype(str), "hall": halls[sy.rack_hall].astype(str)},
+        "sled": {"sled": sy.sled_name.astype(str), "rack": rack[sy.sled_rack]},
+        "device": {"device": sy.device_name.astype(str), "sled": sy.sled_name[sy.device_sled].astype(str),
+                   "rack": rack[sy.device_rack], "kind": sy.device_kind.astype(str)},
+    }
+
+
+def label_tuples(labels: dict[str, np.ndarray], group: str) -> list[tuple[str, ...]]:
+    """Per-entity label-value tuples in :data:`GROUP_LABELS` order."""
+    names = GROUP_LABELS[group]
+    if not names:
+        return [()]
+    return list(zip(*(labels[n].tolist() for n in names)))
+
+
+def dcgm_labels(sim) -> tuple[np.ndarray, list[tuple[str, ...]], np.ndarray]:
+    """GPU devices (NVIDIA accelerators), their dcgm-exporter labels and max SM clock [MHz].
+
+    ``gpu`` is the index of the GPU on its sled (the host), ``Hostname`` the sled name, and
+    ``UUID`` a stable name-based UUID, so a series keeps its identity across restarts.
+    """
+    sy = sim.system
+    chips = sim.loaded.catalog.chips
+    kinds = sy.device_kind.astype(str)
+    gpu_kinds = {k for k in set(kinds.tolist()) if chips[k].vendor == "NVIDIA" and chips[k].role == "accelerator"}
+    idx = np.flatnonzero(np.isin(kinds, list(gpu_kinds)))
+    labels, mhz, seen = [], [], {}
+    for i in idx:
+        sled = str(sy.sled_name[sy.device_sled[i]])
+        n = seen.get(sled, 0)
+        seen[sled] = n + 1
+        name = str(sy.device_name[i])
+        labels.append((str(n), f"GPU-{uuid.uuid5(uuid.NAMESPACE_URL, 'twin:' + name)}", f"nvidia{n}",
+                       f"NVIDIA {kinds[i].upper()}", sled))
+        mhz.append(SM_CLOCK_MHZ.get(kinds[i], DEFAULT_SM_CLOCK_MHZ))
+    return idx, labels, np.array(mhz)
+
+
+class StaticSource:
+    """The minimal source a collector reads: a simulation, no pacing, nothing carried over."""
+
+    def __init__(self, sim):
+        self.current = (sim, {})
+
+    def lag_seconds(self) -> float:
+        return 0.0
+
+
+class TwinCollector(Collector):
+    """A prometheus_client collector over a simulation's latest recorded state.
+
+    Parameters
+    ----------
+    source : Simulation or object
+        A :class:`~twin.sim.driver.Simulation`, or a live source with ``current`` =
+        ``(sim, carried)`` (``carried``: counter name → values carried over from earlier loops
+        [J]) and ``lag_seconds()`` (see :class:`twin.export.server.LiveRun`).
+    devices : bool or None
+        Emit device- and sled-level series: True, False, or None = only below ``device_threshold``.
+    dcgm : bool
+        Also emit DCGM-compatible series for NVIDIA GPUs (when device series are emitted).
+    device_threshold : int
+        Entity count from which device/sled series are off by default.
+    """
+
+    def __init__(self, source, *, devices: bool | None = None, dcgm: bool = False,
+                 device_threshold: int = DEVICE_THRESHOLD):
+        self.source = source if hasattr(source, "current") else StaticSource(source)
+        self.devices = devices
+        self.dcgm = dcgm
+        self.device_threshold = device_threshold
+        self._labels_sim = None
+        self._labels = None
+
+    def describe(self):
+        return []  # collected on demand; nothing to check at registration
+
+    def _entity_labels(self, sim):
+        """Label tuples per group and the DCGM tables, computed once per simulation object."""
+        if self._labels_sim is not sim:
+            labels = system_labels(sim)
+            self._labels = {
+                "tuples": {g: label_tuples(labels[g], g) for g in GROUP_LABELS},
+                "kinds": sim.system.device_kind.astype(str),
+                "dcgm": dcgm_labels(sim) if self.dcgm else None,
+            }
+            self._labels_sim = sim
+        return self._labels
+
+    def level_enabled(self, sim, group: str) -> bool:
+        if group not in FINE_GROUPS:
+            return True
+        n = sim.system.n_devices if group == "device" else sim.system.sled_name.size
+        return fine_level_enabled(n, self.devices, self.device_threshold)
+
+    def collect(self):
+        sim, carried = self.source.current
+        tables = self._entity_labels(sim)
+        tuples = tables["tuples"]
+        latest = dict(sim.recorder.latest)  # each group's row is replaced whole, never mutated
+
+        info = GaugeMetricFamily("twin_build_info", "twin version and the scenario being run.",
+                                 labels=("version", "scenario", "solver"))
+        info.add_metric((twin.__version__, sim.scenario.name, sim.solver), 1.0)
+        yield info
+        yield GaugeMetricFamily("twin_simulated_time_seconds", "Simulated time since the scenario start [s].",
+                                value=sim.time)
+        start = sim.scenario.time.start
+        if start.tzinfo is None:
+            start = start.replace(tzinfo=timezone.utc)
+        yield GaugeMetricFamily("twin_simulated_timestamp_seconds",
+                                "Simulated clock as a Unix time (scenario start taken as UTC) [s].",
+                                value=start.timestamp() + sim.time)
+        yield GaugeMetricFamily("twin_lag_seconds",
+                                "Wall-clock time the run is behind its schedule (0 when keeping pace or at speed max) [s].",
+                                value=self.source.lag_seconds())
+
+        for (group, variable), name in METRICS.items():
+            row = latest.get(group)
+            if row is None or variable not in row or not self.level_enabled(sim, group):
+                continue
+            fam = GaugeMetricFamily(name, metric_help(group, variable), labels=GROUP_LABELS[group])
+            values = row[variable] * metric_scale(group, variable)
+            for lab, v in zip(tuples[group], values.tolist()):
+                if math.isfinite(v):
+                    fam.add_metric(lab, v)
+            yield fam
+
+        for c in COUNTERS:
+            if c.group not in sim.recorder.groups:
+                continue
+            values = np.asarray(c.live(sim), dtype=float) + carried.get(c.name, 0.0)
+            fam = CounterMetricFamily(c.name, c.help, labels=GROUP_LABELS[c.group])
+            for lab, v in zip(tuples[c.group], values.tolist()):
+                fam.add_metric(lab, v)
+            yield fam
+
+        kinds = tables["kinds"]
+        fam = GaugeMetricFamily(DEVICES_METRIC, "Number of devices of a kind.", labels=("kind",))
+        for kind, n in zip(*np.unique(kinds, return_counts=True)):
+            fam.add_metric((str(kind),), float(n))
+        yield fam
+        dev = latest.get("device")
+        if dev is not None:
+            for s in KIND_SUMMARIES:
+                if s.variable not in dev:
+                    continue
+                fam = GaugeMetricFamily(s.name, s.help, labels=("kind",))
+                for kind, v in kind_reduce(dev[s.variable], kinds, s.reduce).items():
+                    fam.add_metric((kind,), float(v))
+                yield fam
+
+        if self.dcgm and dev is not None and self.level_enabled(sim, "device"):
+            idx, labels, mhz = tables["dcgm"]
+            if idx.size:
+                for variable, (name, scale, help_) in DCGM_METRICS.items():
+                    if variable not in dev:
+                        continue
+                    values = dev[variable][idx] * (mhz if scale is None else scale)
+                    fam = GaugeMetricFamily(name, help_, labels=DCGM_LABELS)
+                    for lab, v in zip(labels, values.tolist()):
+                        fam.add_metric(lab, v)
+                    yield fam
+
+
+def make_registry(source, **options) -> CollectorRegistry:
+    """A registry holding only a :class:`TwinCollector` over ``source`` (options as the collector)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(TwinCollector(source, **options))
+    return registry
+
+
+__all__ = [
+    "COUNTERS", "DCGM_METRICS", "DEVICE_THRESHOLD", "GROUP_LABELS", "KIND_SUMMARIES", "METRICS",
+    "TwinCollector", "make_registry",
+]

@@ -1,0 +1,325 @@
+"""``twin serve``: run a scenario live, paced to the wall clock, and serve ``/metrics``.
+
+The simulation runs in a background thread; after every step the driver calls
+:meth:`LiveRun._pace`, which waits until the wall clock catches up with simulated time ÷ speed
+(or, at ``--speed max``, only checks for a stop). The HTTP side is a threading WSGI server
+(wsgiref) with one route per purpose:
+
+- ``/metrics`` — the :class:`~twin.export.prometheus.TwinCollector` output, in the format the
+  scraper asks for (Prometheus text or OpenMetrics, gzip when accepted). A rendering is cached
+  until the simulation advances, so fifty scrapers cost one rendering per step, not fifty.
+- ``/healthz`` — ``200 ok …`` while the run is healthy (running or finished), ``503`` if the
+  simulation thread failed.
+
+SIGINT and SIGTERM stop the run at the end of its current step and the server after its current
+requests (exit 0). A port already in use or a bad scenario is one line on stderr and exit 2.
+Heavy modules are imported inside :func:`serve`, so ``twin --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import errno
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+#: Default port of the exporter (free in the Prometheus default-port allocation list).
+DEFAULT_PORT = 9808
+#: Exit code when the simulation thread fails (a bug, not bad input).
+EXIT_RUN_FAILED = 1
+#: Pending connections the listening socket holds (socketserver's default of 5 drops bursts).
+LISTEN_BACKLOG = 256
+#: Seconds the main thread sleeps between checks of the stop flag and the run's health.
+POLL_SECONDS = 0.2
+#: Lag is quantised to this many seconds in the rendering cache key.
+LAG_RESOLUTION = 0.01
+
+
+def parse_speed(text: str) -> float | None:
+    """``"max"`` → None (as fast as possible); a positive number → simulated s per wall s."""
+    if text.strip().lower() == "max":
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"--speed: expected a positive number (1, 10, …) or 'max', got '{text}'")
+    return value
+
+
+class _Stopped(Exception):
+    """Raised from the pace callback to end a run at a step boundary."""
+
+
+class LiveRun:
+    """A scenario running in a background thread, paced to wall clock × ``speed``.
+
+    What the collector reads: :attr:`current` = ``(sim, carried)`` (published together, so a
+    scrape never sees a new simulation with old carried-over counters) and :meth:`lag_seconds`.
+
+    Parameters
+    ----------
+    loaded : LoadedScenario
+    sim : Simulation
+        The first run, already built from ``loaded``.
+    speed : float or None
+        Simulated seconds per wall-clock second; None runs as fast as possible.
+    loop : bool
+        Start the scenario again when it ends; energy counters carry on from where they were.
+    """
+
+    def __init__(self, loaded, sim, *, speed: float | None, loop: bool):
+        self.loaded = loaded
+        self.speed = speed
+        self.loop = loop
+        self.loops = 0
+        self.error: BaseException | None = None
+        self.finished = threading.Event()
+        self._stop = threading.Event()
+        self.current = (sim, {})
+        self._schedule = (sim, time.monotonic())  # the run and the wall time its t = 0 is due
+        self._late = 0.0  # how late the last step finished against its schedule [s]
+        self._thread = threading.Thread(target=self._main, name="twin-simulation", daemon=True)
+
+    # -- control ---------------------------------------------------------------------------
+    def start(self) -> None:
+        self._schedule = (self.current[0], time.monotonic())
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the run to stop at the end of its current step."""
+        self._stop.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    # -- what the collector reads ---------------------------------------------------------------
+    def lag_seconds(self) -> float:
+        """Wall-clock seconds the run is behind its schedule (0 at speed max or when finished).
+
+        The larger of how late the last step finished and how overdue the next one is, so a
+        stalled simulation shows a growing lag.
+        """
+        if self.speed is None or self.finished.is_set():
+            return 0.0
+        sim, base = self._schedule
+        next_due = base + (sim.time + sim.h) / self.speed
+        return max(self._late, time.monotonic() - next_due, 0.0)
+
+    def version(self) -> tuple:
+        """Changes whenever the exported values can have changed (rendering cache key)."""
+        sim = self.current[0]
+        return self.loops, sim.step_index, round(self.lag_seconds() / LAG_RESOLUTION)
+
+    def status(self) -> str:
+        sim = self.current[0]
+        state = "failed" if self.error else "finished" if self.finished.is_set() else "running"
+        return (f"{state} {self.loaded.scenario.name}: simulated {sim.time:,.0f} s of "
+                f"{sim.n_steps * sim.h:,.0f} s, loop {self.loops}, lag {self.lag_seconds():.3f} s")
+
+    # -- the simulation thread ----------------------------------------------------------------------
+    def _pace(self, sim_time: float) -> None:
+        if self._stop.is_set():
+            raise _Stopped
+        if self.speed is None:
+            return
+        due = self._schedule[1] + sim_time / self.speed
+        now = time.monotonic()
+        self._late = max(0.0, now - due)
+        if due > now and self._stop.wait(due - now):
+            raise _Stopped
+
+    def _main(self) -> None:
+        from twin.export.prometheus import COUNTERS
+        from twin.sim.driver import Simulation
+
+        import numpy as np
+
+        try:
+            while True:
+                sim, carried = self.current
+                try:
+                    sim.run(pace=self._pace)
+                except _Stopped:
+                    return
+                if not self.loop or self._stop.is_set():
+                    return
+                carried = {c.name: np.asarray(c.live(sim), dtype=float) + carried.get(c.name, 0.0)
+                           for c in COUNTERS}
+                new = Simulation(self.loaded, solver=sim.solver)
+                base = self._schedule[1]
+                if self.speed is not None:  # the next loop starts where this one was due to end
+                    base = max(base + sim.n_steps * sim.h / self.speed, time.monotonic() - self._late)
+                self.loops += 1
+                self._late = 0.0
+                self._schedule = (new, base)
+                self.current = (new, carried)
+        except BaseException as exc:  # reported by the main thread; the server then exits 1
+            self.error = exc
+        finally:
+            self.finished.set()
+
+
+class MetricsApp:
+    """WSGI application: ``/metrics`` (cached per simulation step), ``/healthz`` and ``/``."""
+
+    def __init__(self, run: LiveRun, registry):
+        self.run = run
+        self.registry = registry
+        self._lock = threading.Lock()
+        self._cache: dict[tuple[str, bool], tuple[tuple, str, bytes]] = {}
+
+    def render(self, accept: str, gzip_ok: bool) -> tuple[str, bytes]:
+        """(content type, body) of a scrape, from the cache while the state is unchanged."""
+        import gzip
+
+        from prometheus_client.exposition import choose_encoder
+
+        encoder, content_type = choose_encoder(accept)
+        key = (content_type, gzip_ok)
+        with self._lock:
+            version = self.run.version()
+            hit = self._cache.get(key)
+            if hit is not None and hit[0] == version:
+                return hit[1], hit[2]
+            body = encoder(self.registry)
+            if gzip_ok:
+                body = gzip.compress(body, compresslevel=1)
+            self._cache[key] = (version, content_type, body)
+            return content_type, body
+
+    def __call__(self, environ, start_response):
+        method = environ.get("REQUEST_METHOD", "GET")
+        path = environ.get("PATH_INFO", "/")
+        if method not in ("GET", "HEAD"):
+            start_response("405 Method Not Allowed", [("Content-Type", "text/plain"), ("Allow", "GET, HEAD")])
+            return [b"method not allowed\n"]
+        headers = [("Cache-Control", "no-store")]
+        if path == "/metrics":
+            gzip_ok = "gzip" in environ.get("HTTP_ACCEPT_ENCODING", "")
+            content_type, body = self.render(environ.get("HTTP_ACCEPT", ""), gzip_ok)
+            headers += [("Content-Type", content_type), ("Content-Length", str(len(body)))]
+            if gzip_ok:
+                headers.append(("Content-Encoding", "gzip"))
+            status = "200 OK"
+        elif path == "/healthz":
+            status = "503 Service Unavailable" if self.run.error else "200 OK"
+            body = (("failed: " + repr(self.run.error)) if self.run.error else "ok " + self.run.status())
+            body = (body + "\n").encode()
+            headers += [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))]
+        elif path == "/":
+            status = "200 OK"
+            body = (f"twin exporter — {self.run.status()}\n/metrics  Prometheus metrics\n"
+                    f"/healthz  health\n").encode()
+            headers += [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))]
+        else:
+            status, body = "404 Not Found", b"not found (try /metrics)\n"
+            headers += [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))]
+        start_response(status, headers)
+        return [b""] if method == "HEAD" else [body]
+
+
+def make_http_server(host: str, port: int, app):
+    """A threading wsgiref server on ``host:port`` with a deep backlog and quiet request logs."""
+    from socketserver import ThreadingMixIn
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+    class Server(ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+        request_queue_size = LISTEN_BACKLOG
+        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+        def handle_error(self, request, client_address):
+            if not isinstance(sys.exc_info()[1], ConnectionError):  # a scraper hanging up is normal
+                super().handle_error(request, client_address)
+
+    class Handler(WSGIRequestHandler):
+        def log_message(self, format, *args):  # no line per scrape on stderr
+            pass
+
+    return make_server(host, port, app, server_class=Server, handler_class=Handler)
+
+
+def serve(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
+    speed: Annotated[str, typer.Option(help="Simulated seconds per wall-clock second: 1, 10, … or 'max'.")] = "1",
+    host: Annotated[str, typer.Option(help="Address to listen on (0.0.0.0 to expose it beyond this machine).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port of /metrics and /healthz.")] = DEFAULT_PORT,
+    loop: Annotated[bool, typer.Option("--loop", help="Start the scenario again when it ends.")] = False,
+    devices: Annotated[Optional[bool], typer.Option(
+        "--devices/--no-devices",
+        help="Device- and sled-level series (default: only below 2,000 devices).")] = None,
+    dcgm: Annotated[bool, typer.Option("--dcgm", help="Also DCGM-compatible series for NVIDIA GPUs.")] = False,
+):
+    """Run a scenario live and serve Prometheus metrics on /metrics (Ctrl-C to stop)."""
+    from twin.cli import _fail, _load
+    from twin.export.prometheus import make_registry
+    from twin.scenario.errors import ScenarioError
+    from twin.sim.driver import Simulation
+
+    try:
+        pace = parse_speed(speed)
+    except ValueError as exc:
+        _fail(str(exc))
+    loaded = _load(scenario)
+    try:
+        sim = Simulation(loaded, solver="fast")
+    except ScenarioError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
+    run = LiveRun(loaded, sim, speed=pace, loop=loop)
+    app = MetricsApp(run, make_registry(run, devices=devices, dcgm=dcgm))
+    try:
+        httpd = make_http_server(host, port, app)
+    except OSError as exc:
+        why = "address already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        hint = " (another twin serve or exporter? choose another --port)" if exc.errno == errno.EADDRINUSE else ""
+        _fail(f"twin serve: cannot listen on {host}:{port}: {why}{hint}")
+
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    web = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": POLL_SECONDS},
+                           name="twin-http", daemon=True)
+    sy = sim.system
+    shown = f"[{host}]" if ":" in host else host
+    typer.echo(f"twin serve: {loaded.scenario.name} ({sy.n_devices:,} devices, {sy.n_racks:,} racks) at "
+               f"{'max speed' if pace is None else f'{pace:g}× real time'}{', looping' if loop else ''} "
+               f"on http://{shown}:{port}/metrics — Ctrl-C to stop", err=True)
+    reported_end = False
+    try:
+        run.start()
+        web.start()
+        while not stop.wait(POLL_SECONDS):
+            if run.finished.is_set():
+                if run.error is not None:
+                    break
+                if not reported_end:
+                    typer.echo(f"twin serve: scenario finished at {run.current[0].time:,.0f} s; "
+                               f"serving its final state", err=True)
+                    reported_end = True
+    finally:
+        run.stop()
+        httpd.shutdown()
+        httpd.server_close()
+        run.join(timeout=10)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if run.error is not None:
+        import traceback
+
+        traceback.print_exception(run.error, file=sys.stderr)
+        typer.echo(f"twin serve: the simulation failed at {run.current[0].time:,.0f} s: {run.error!r}", err=True)
+        raise typer.Exit(EXIT_RUN_FAILED)
+    typer.echo(f"twin serve: stopped at simulated {run.current[0].time:,.0f} s", err=True)
