@@ -104,6 +104,29 @@ def _summary_table(kpi: dict, path: Path | None, interrupted: bool) -> Table:
         ("devices tripped", f"{kpi['devices_tripped']}"),
         ("energy balance residual", f"{kpi['energy_residual']:.1e}"),
     ]
+    if "peak_to_average" in kpi:
+        rows.append((f"IT power peak/average ({kpi['p_it_record_interval_s']:g} s)",
+                     f"{kpi['peak_to_average']:.2f}"))
+        rows.append(("largest IT power ramp", f"{kpi['largest_ramp_W_per_s'] / 1e3:,.1f} kW/s"))
+        rows.append(("fluctuation in 0.1-20 Hz", f"{kpi['band_0p1_20Hz_share']:.0%}"))
+    if kpi.get("energy_smoothing_J"):
+        rows.append(("energy spent on smoothing", f"{kpi['energy_smoothing_J'] / 3.6e6:,.1f} kWh"))
+    for key in [k for k in kpi if k.startswith("job_") and k.endswith("_iterations")]:
+        name = key[4:-len("_iterations")]
+        def get(suffix, _name=name):
+            return kpi.get(f"job_{_name}_{suffix}", float("nan"))
+        line = f"{get('iterations'):,.0f} it"
+        if get("tokens") > 0:
+            line += f", {get('tokens') / 1e9:,.2f} G tokens, {get('energy_per_token_J') * 1e3:,.2f} mJ/token"
+            if f"job_{name}_cost_per_million_tokens" in kpi:
+                line += f", {get('cost_per_million_tokens'):.4f}/M tokens"
+        elif get("iterations") > 0:
+            line += f", {get('energy_per_iteration_J') / 1e6:,.2f} MJ/it"
+        if get("throttle_loss_s") > 0:
+            line += f", {get('throttle_loss_s'):,.0f} s lost to throttling"
+        if get("failures") > 0:
+            line += f", {get('failures'):.0f} failures"
+        rows.append((f"job {name}", line))
     if path is not None:
         rows.append(("output", str(path)))
     for k, v in rows:

@@ -13,6 +13,7 @@ import pandas as pd
 import xarray as xr
 
 import twin
+from twin.report.kpi import band_energy_share, job_kpis, largest_ramp, peak_to_average
 from twin.sim.variables import VARIABLES
 
 
@@ -56,10 +57,14 @@ def _coords(sim, group: str) -> dict:
 
 
 def summary(sim) -> dict[str, float | int]:
-    """KPIs of the run as plain numbers (also stored as root attributes)."""
+    """KPIs of the run as plain numbers (also stored as root attributes).
+
+    Power-quality KPIs (peak-to-average, largest ramp, 0.1–20 Hz share) use the recorded facility
+    IT power at its recording interval (record it at the workload step for sub-second detail).
+    """
     tot = sim.totals
     seconds = tot.steps * sim.h
-    return {
+    kpi = {
         "simulated_seconds": seconds,
         "energy_it_J": tot.e_ac,
         "energy_facility_J": tot.e_ac + tot.e_cooling,
@@ -77,7 +82,24 @@ def summary(sim) -> dict[str, float | int]:
         "devices_tripped": tot.devices_tripped,
         "n_devices": int(sim.system.n_devices),
         "n_racks": int(sim.system.n_racks),
+        "energy_smoothing_J": tot.e_smoothing,
     }
+    rec = sim.recorder.groups.get("facility")
+    if rec is not None and "p_it" in rec.out and rec.filled > 1:
+        series = rec.out["p_it"][: rec.filled, 0]
+        dt = rec.every * sim.h_w
+        kpi["p_it_record_interval_s"] = dt
+        kpi["peak_to_average"] = peak_to_average(series)
+        kpi["largest_ramp_W_per_s"] = largest_ramp(series, dt)
+        kpi["band_0p1_20Hz_share"] = band_energy_share(series, dt)
+    if sim.jobs is not None and tot.e_device > 0:
+        per_joule = (tot.e_ac + tot.e_cooling) / tot.e_device
+        price = sim.scenario.electricity_price
+        for job in sim.jobs.jobs:
+            kpi.update(job_kpis(job.spec.name, job.energy, job.progress, job.tokens, per_joule, price))
+            kpi[f"job_{job.spec.name}_throttle_loss_s"] = job.throttle_loss
+            kpi[f"job_{job.spec.name}_failures"] = job.failures
+    return kpi
 
 
 def build_tree(sim, interrupted: bool = False) -> xr.DataTree:

@@ -1,0 +1,1 @@
+"""KPIs and reports."""

@@ -1,0 +1,87 @@
+"""Power-quality and workload KPIs as pure functions of arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def peak_to_average(power) -> float:
+    """Peak over mean of a power series [1]."""
+    power = np.asarray(power, dtype=float)
+    mean = power.mean() if power.size else np.nan
+    return float(power.max() / mean) if power.size and mean > 0 else float("nan")
+
+
+def largest_ramp(power, dt: float) -> float:
+    """Largest change between consecutive samples per second [W/s].
+
+    Parameters
+    ----------
+    power : ndarray
+        Power series at a fixed interval [W].
+    dt : float
+        Sample interval [s].
+    """
+    power = np.asarray(power, dtype=float)
+    return float(np.abs(np.diff(power)).max() / dt) if power.size > 1 else 0.0
+
+
+def band_energy_share(power, dt: float, f_low: float = 0.1, f_high: float = 20.0) -> float:
+    """Share of a power series' fluctuation energy in a frequency band [1].
+
+    Parameters
+    ----------
+    power : ndarray
+        Power series at a fixed interval [W].
+    dt : float
+        Sample interval [s]; only frequencies up to the Nyquist frequency 1/(2·dt) are seen.
+    f_low, f_high : float
+        Band edges [Hz]; 0.1–20 Hz is the band of concern for synchronous training loads
+        (Choukse et al. 2025, arXiv 2508.14318).
+
+    Notes
+    -----
+    share = Σ_{f_low ≤ f ≤ f_high} |X(f)|² / Σ_{f > 0} |X(f)|² with X the real FFT of the
+    mean-removed series (Parseval: the one-sided power spectrum).
+    """
+    x = np.asarray(power, dtype=float)
+    if x.size < 4:
+        return float("nan")
+    spec = np.abs(np.fft.rfft(x - x.mean())) ** 2
+    freqs = np.fft.rfftfreq(x.size, d=dt)
+    total = spec[1:].sum()
+    if total == 0:
+        return 0.0
+    band = (freqs >= f_low) & (freqs <= f_high)
+    return float(spec[band].sum() / total)
+
+
+def job_kpis(name, device_energy, progress, tokens, facility_per_device_joule, price=None) -> dict:
+    """Energy KPIs of one job.
+
+    Parameters
+    ----------
+    device_energy : float
+        Device energy attributed to the job [J].
+    progress : float
+        Iterations completed [1].
+    tokens : float
+        Tokens processed [1].
+    facility_per_device_joule : float
+        Facility energy per joule of device energy over the run [1] (shelf losses, board
+        overhead, fans, cooling), used to attribute facility energy in proportion.
+    price : float, optional
+        Electricity price [1/J] (currency per joule).
+    """
+    energy = device_energy * facility_per_device_joule
+    out = {
+        f"job_{name}_energy_J": energy,
+        f"job_{name}_iterations": progress,
+        f"job_{name}_tokens": tokens,
+        f"job_{name}_energy_per_iteration_J": energy / progress if progress > 0 else float("nan"),
+        f"job_{name}_energy_per_token_J": energy / tokens if tokens > 0 else float("nan"),
+        f"job_{name}_tokens_per_J": tokens / energy if energy > 0 else float("nan"),
+    }
+    if price is not None and tokens > 0:
+        out[f"job_{name}_cost_per_million_tokens"] = price * energy / tokens * 1e6
+    return out
