@@ -146,7 +146,7 @@ def run(
 ):
     """Run a scenario and write its dataset; print a summary."""
     from twin.export.dataset import build_tree, summary
-    from twin.export.writers import output_format, write_tree
+    from twin.export.writers import ZarrStream, output_format, write_tree
     from twin.sim.driver import Simulation
     from twin.thermal.integrators import INTEGRATORS
 
@@ -158,8 +158,9 @@ def run(
         output_format(path)
     except ValueError as exc:
         _fail(f"{path}: {exc}")
+    stream = ZarrStream(path) if output_format(path) == "zarr" else None
     try:
-        sim = Simulation(loaded, solver=solver)
+        sim = Simulation(loaded, solver=solver, sink=stream)
     except ScenarioError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
@@ -174,7 +175,15 @@ def run(
     finally:
         bar.close()
         signal.signal(signal.SIGTERM, previous)
-    write_tree(build_tree(sim, interrupted=interrupted), path)
+    try:
+        if stream is not None:
+            stream.finish(interrupted)
+        else:
+            write_tree(build_tree(sim, interrupted=interrupted), path)
+    except BaseException:
+        if stream is not None:
+            stream.abort()
+        raise
     out.print(_summary_table(summary(sim), path, interrupted))
     if interrupted:
         err.print(f"interrupted at {sim.time:,.0f} s of {sim.n_steps * sim.h:,.0f} s; "

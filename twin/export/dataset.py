@@ -102,30 +102,30 @@ def summary(sim) -> dict[str, float | int]:
     return kpi
 
 
-def build_tree(sim, interrupted: bool = False) -> xr.DataTree:
-    """The result tree of ``sim``: groups facility, cdu, rack, sled, device (as recorded)."""
-    rec = sim.recorder
+def group_dataset(sim, group: str, variables: dict[str, np.ndarray], offset: int = 0) -> xr.Dataset:
+    """One group's samples ``offset … offset + n`` as a Dataset with coordinates and attributes."""
+    every = sim.recorder.intervals()[group]
     start = pd.Timestamp(sim.scenario.time.start)
-    data = rec.snapshot()
-    children = {}
-    for group, variables in data.items():
-        every = rec.intervals()[group]
-        n = next(iter(variables.values())).shape[0] if variables else 0
-        seconds = np.arange(n) * every * sim.h_w
-        time = start + pd.to_timedelta(seconds, unit="s")
-        coords = {"time": ("time", time.to_numpy(), {"long_name": "start of recording interval"})}
-        coords.update(_coords(sim, group))
-        dims = ("time",) if group == "facility" else ("time", group)
-        ds_vars = {}
-        for v, arr in variables.items():
-            units, long_name = VARIABLES[group][v]
-            values = arr[:, 0] if group == "facility" else arr
-            attrs = {"units": units, "long_name": long_name,
-                     "cell_methods": f"time: mean (interval: {every * sim.h_w:g} s)"}
-            if units == "degC":
-                attrs["units_metadata"] = "temperature: on_scale"
-            ds_vars[v] = (dims, values, attrs)
-        children[group] = xr.Dataset(ds_vars, coords=coords)
+    n = next(iter(variables.values())).shape[0] if variables else 0
+    seconds = (offset + np.arange(n)) * every * sim.h_w
+    time = start + pd.to_timedelta(seconds, unit="s")
+    coords = {"time": ("time", time.to_numpy(), {"long_name": "start of recording interval"})}
+    coords.update(_coords(sim, group))
+    dims = ("time",) if group == "facility" else ("time", group)
+    ds_vars = {}
+    for v, arr in variables.items():
+        units, long_name = VARIABLES[group][v]
+        values = arr[:, 0] if group == "facility" else arr
+        attrs = {"units": units, "long_name": long_name,
+                 "cell_methods": f"time: mean (interval: {every * sim.h_w:g} s)"}
+        if units == "degC":
+            attrs["units_metadata"] = "temperature: on_scale"
+        ds_vars[v] = (dims, values, attrs)
+    return xr.Dataset(ds_vars, coords=coords)
+
+
+def root_attrs(sim, interrupted: bool = False) -> dict:
+    """Root attributes: provenance (scenario text, seed, solver, version) and KPIs (``kpi_*``)."""
     attrs = {
         "title": f"twin result: {sim.scenario.name}",
         "twin_version": twin.__version__,
@@ -134,9 +134,16 @@ def build_tree(sim, interrupted: bool = False) -> xr.DataTree:
         "seed": sim.scenario.seed,
         "solver": sim.solver,
         "step_seconds": sim.h,
-        "start": str(start),
+        "workload_step_seconds": sim.h_w,
+        "start": str(pd.Timestamp(sim.scenario.time.start)),
         "interrupted": int(interrupted),
         "Conventions": "CF-1.11",
     }
     attrs.update({f"kpi_{k}": v for k, v in summary(sim).items()})
-    return xr.DataTree.from_dict({"/": xr.Dataset(attrs=attrs), **{f"/{k}": v for k, v in children.items()}})
+    return attrs
+
+
+def build_tree(sim, interrupted: bool = False) -> xr.DataTree:
+    """The result tree of ``sim`` held in memory: one group per recorded level."""
+    children = {f"/{g}": group_dataset(sim, g, v) for g, v in sim.recorder.snapshot().items()}
+    return xr.DataTree.from_dict({"/": xr.Dataset(attrs=root_attrs(sim, interrupted)), **children})

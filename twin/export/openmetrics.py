@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from twin.export.prometheus import (
-    COUNTERS, DEVICE_THRESHOLD, DEVICES_METRIC, FINE_GROUPS, GROUP_LABELS, KIND_SUMMARIES, METRICS,
-    fine_level_enabled, kind_reduce, metric_help, metric_scale,
+    COUNTERS, DEVICE_THRESHOLD, DEVICES_METRIC, FINE_GROUPS, GROUP_LABELS, KIND_SUMMARIES, LABEL_COORDS,
+    METRICS, fine_level_enabled, kind_reduce, metric_help, metric_scale,
 )
 
 #: Milliseconds per second (OpenMetrics timestamps are in seconds; written to the millisecond).
@@ -63,7 +63,7 @@ def _entity_labels(ds, group: str) -> list[tuple]:
     names = GROUP_LABELS[group]
     if not names:
         return [()]
-    return list(zip(*(ds[n].values.astype(str).tolist() for n in names)))
+    return list(zip(*(ds[LABEL_COORDS.get(n, n)].values.astype(str).tolist() for n in names)))
 
 
 def _interval_seconds(ds, tree) -> float:
@@ -111,7 +111,9 @@ def write_openmetrics(tree, path, *, devices: bool | None = None,
                 t = _seconds(ds["time"].values)
                 values = np.asarray(ds[variable].values, dtype=float).reshape(t.size, -1)
                 values = values * metric_scale(group, variable)
-                w.family(name, "gauge", metric_help(group, variable))
+                counter = name.endswith("_total")
+                w.family(name[: -len("_total")] if counter else name, "counter" if counter else "gauge",
+                         metric_help(group, variable))
                 for j, lab in enumerate(_entity_labels(ds, group)):
                     w.series(name, _labelset(GROUP_LABELS[group], lab), t, values[:, j])
 

@@ -42,28 +42,35 @@ DEVICE_THRESHOLD = 2000
 #: Entity levels gated by the cardinality threshold.
 FINE_GROUPS = ("sled", "device")
 
-#: Labels of each group's series (label name = coordinate name in the dataset).
+#: Labels of each group's series. A label has the name of its dataset coordinate, except where
+#: Prometheus reserves the name (:data:`LABEL_COORDS`).
 GROUP_LABELS: dict[str, tuple[str, ...]] = {
     "facility": (),
     "cdu": ("cdu",),
     "rack": ("rack", "row", "hall"),
     "sled": ("sled", "rack"),
     "device": ("device", "sled", "rack", "kind"),
+    "job": ("job_name", "job_kind"),
 }
+#: label → dataset coordinate where they differ: ``job`` is the scrape job's label in Prometheus.
+LABEL_COORDS = {"job_name": "job"}
 
-#: UDUNITS unit of a variable → (metric-name suffix, factor to the metric's unit). Prometheus'
-#: base units: watts, joules, celsius, seconds, ratio — and grams (not kilograms) for mass.
+#: UDUNITS unit of a variable → (metric-name suffix, factor to the metric's unit, unit in help).
+#: Prometheus' base units: watts, joules, celsius, seconds — and grams (not kilograms) for mass.
+#: Dimensionless "1" is a ratio (``_ratio``) or a count (named for what it counts).
 GRAMS_PER_KILOGRAM = 1e3
 UNIT_CONVERSION: dict[str, tuple[str, float, str]] = {
     "W": ("_watts", 1.0, "W"),
     "J": ("_joules", 1.0, "J"),
     "degC": ("_celsius", 1.0, "degC"),
-    "1": ("_ratio", 1.0, "1"),
+    "1": ("", 1.0, "1"),
+    "s-1": ("_per_second", 1.0, "s-1"),
     "kg s-1": ("_grams_per_second", GRAMS_PER_KILOGRAM, "g s-1"),
     "s": ("_seconds", 1.0, "s"),
 }
 
-#: (group, variable) → metric name. ONE line per metric; help and labels are derived.
+#: (group, variable) → metric name. ONE line per metric; help, labels and units are derived. A
+#: name ending in ``_total`` is exposed as a counter (the variable must never decrease).
 METRICS: dict[tuple[str, str], str] = {
     ("facility", "p_it"): "twin_it_power_watts",
     ("facility", "p_facility"): "twin_facility_power_watts",
@@ -94,6 +101,11 @@ METRICS: dict[tuple[str, str], str] = {
     ("device", "t_die"): "twin_device_temperature_celsius",
     ("device", "clock"): "twin_device_clock_ratio",
     ("device", "throttled"): "twin_device_throttled_ratio",
+    ("job", "progress"): "twin_job_progress_iterations",
+    ("job", "throughput"): "twin_job_throughput_per_second",
+    ("job", "tokens"): "twin_job_tokens_total",
+    ("job", "p"): "twin_job_power_watts",
+    ("job", "state"): "twin_job_state",
 }
 
 
@@ -210,6 +222,7 @@ def system_labels(sim) -> dict[str, dict[str, np.ndarray]]:
     rows = np.array(sy.row_names, dtype=object)
     halls = np.array(sy.hall_names, dtype=object)
     rack = sy.rack_name.astype(str)
+    jobs = sim.jobs.jobs if getattr(sim, "jobs", None) is not None else []
     return {
         "facility": {},
         "cdu": {"cdu": sy.cdu_name.astype(str)},
@@ -217,6 +230,8 @@ def system_labels(sim) -> dict[str, dict[str, np.ndarray]]:
         "sled": {"sled": sy.sled_name.astype(str), "rack": rack[sy.sled_rack]},
         "device": {"device": sy.device_name.astype(str), "sled": sy.sled_name[sy.device_sled].astype(str),
                    "rack": rack[sy.device_rack], "kind": sy.device_kind.astype(str)},
+        "job": {"job_name": np.array([j.spec.name for j in jobs], dtype=str),
+                "job_kind": np.array([j.spec.kind for j in jobs], dtype=str)},
     }
 
 
@@ -312,7 +327,7 @@ class TwinCollector(Collector):
         sim, carried = self.source.current
         tables = self._entity_labels(sim)
         tuples = tables["tuples"]
-        latest = dict(sim.recorder.latest)  # each group's row is replaced whole, never mutated
+        latest = sim.recorder.latest  # the last complete sample of each group
 
         info = GaugeMetricFamily("twin_build_info", "twin version and the scenario being run.",
                                  labels=("version", "scenario", "solver"))
@@ -334,7 +349,8 @@ class TwinCollector(Collector):
             row = latest.get(group)
             if row is None or variable not in row or not self.level_enabled(sim, group):
                 continue
-            fam = GaugeMetricFamily(name, metric_help(group, variable), labels=GROUP_LABELS[group])
+            family = CounterMetricFamily if name.endswith("_total") else GaugeMetricFamily
+            fam = family(name, metric_help(group, variable), labels=GROUP_LABELS[group])
             values = row[variable] * metric_scale(group, variable)
             for lab, v in zip(tuples[group], values.tolist()):
                 if math.isfinite(v):

@@ -56,3 +56,55 @@ def open_result(path: str | Path) -> xr.DataTree:
     if output_format(path) == "netcdf":
         return xr.open_datatree(path, engine="h5netcdf").load()
     return xr.open_datatree(path, engine="zarr", consolidated=True).load()
+
+
+class ZarrStream:
+    """Streams a run into a Zarr store as it goes, so memory stays flat however long the run.
+
+    Use as the recorder's sink: every full buffer of a group is appended along ``time``. The
+    store is written under a temporary name; :meth:`finish` adds the facility group and the root
+    attributes, consolidates the metadata and renames it into place (also after an interrupt, so
+    what was recorded is kept). :meth:`abort` removes it.
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if output_format(self.path) != "zarr":
+            raise ValueError(f"streaming needs a .zarr output, got '{self.path.suffix}'")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
+        _remove(self.tmp)
+        self.sim = None
+        self.created: set[str] = set()
+
+    def __call__(self, group: str, arrays: dict, offset: int) -> None:
+        from twin.export.dataset import group_dataset
+
+        ds = group_dataset(self.sim, group, arrays, offset)
+        if group in self.created:
+            ds.to_zarr(self.tmp, group=group, append_dim="time", zarr_format=2, consolidated=False)
+        else:
+            ds.to_zarr(self.tmp, group=group, mode="w-", zarr_format=2, consolidated=False)
+            self.created.add(group)
+
+    def finish(self, interrupted: bool = False) -> Path:
+        import zarr
+
+        from twin.export.dataset import group_dataset, root_attrs
+
+        sim = self.sim
+        sim.recorder.close()
+        facility = sim.recorder.snapshot().get("facility")
+        if facility is not None:
+            group_dataset(sim, "facility", facility).to_zarr(
+                self.tmp, group="facility", mode="w-", zarr_format=2, consolidated=False)
+        root = zarr.open_group(str(self.tmp), mode="a", zarr_format=2)
+        root.attrs.update({k: (v.item() if hasattr(v, "item") else v)
+                           for k, v in root_attrs(sim, interrupted).items()})
+        zarr.consolidate_metadata(str(self.tmp))
+        _remove(self.path)
+        os.replace(self.tmp, self.path)
+        return self.path
+
+    def abort(self) -> None:
+        _remove(self.tmp)

@@ -99,9 +99,12 @@ class Simulation:
     ----------
     loaded : LoadedScenario
     solver : {"fast", "reference"}
+    sink : ZarrStream, optional
+        Streams recorded samples out as the run goes (bounded memory); otherwise they are kept
+        in memory for :func:`twin.export.dataset.build_tree`.
     """
 
-    def __init__(self, loaded: LoadedScenario, solver: str = "fast"):
+    def __init__(self, loaded: LoadedScenario, solver: str = "fast", sink=None):
         self.loaded = loaded
         sc = loaded.scenario
         self.scenario = sc
@@ -143,7 +146,9 @@ class Simulation:
                  "sled": sy.sled_name.size, "device": sy.n_devices,
                  "job": len(self.jobs.jobs) if self.jobs else 0}
         self.recorder = Recorder(sizes, intervals, self.n_steps * self.n_sub, self.n_sub,
-                                 sc.record.variables)
+                                 sc.record.variables, sink=sink)
+        if sink is not None:
+            sink.sim = self
         self.p_prev = None  # last sub-step's device power, for ramp limits [W]
         self._initial_state()
 

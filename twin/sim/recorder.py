@@ -22,17 +22,25 @@ DERIVED = {("facility", "pue")}
 
 
 class _Group:
-    def __init__(self, name, variables, n_entities, every, n_samples):
+    def __init__(self, name, variables, n_entities, every, total, capacity):
         self.name = name
         self.vars = [v for v in variables if (name, v) not in DERIVED]
         self.derived = [v for v in variables if (name, v) in DERIVED]
         self.every = every
-        self.n_samples = n_samples
+        self.total = total  # samples in the whole run
+        self.capacity = capacity  # samples held in memory (== total unless streamed)
         self.n_entities = n_entities
         self.count = 0
-        self.filled = 0
+        self.filled = 0  # samples in the buffer
+        self.flushed = 0  # samples already handed to the sink
+        self.last = None  # the last sample handed to the sink
         self.acc = {v: np.zeros(n_entities) for v in self.vars}
-        self.out = {v: np.full((n_samples, n_entities), np.nan) for v in variables}
+        self.out = {v: np.full((capacity, n_entities), np.nan) for v in variables}
+
+    @property
+    def room(self) -> int:
+        """Samples that can still be stored in the buffer before the run's end."""
+        return min(self.capacity - self.filled, self.total - self.flushed - self.filled)
 
 
 class Recorder:
@@ -51,23 +59,52 @@ class Recorder:
         Workload sub-steps per thermal step.
     variables : dict
         Variables per group (default: all of :data:`VARIABLES`).
+    sink : callable, optional
+        ``sink(group, {variable: (k, entities)}, offset)`` receives full buffers of every group
+        but ``facility`` (which stays in memory for the run's KPIs); memory then stays at
+        ``buffer`` samples per group however long the run.
+    buffer : int
+        Samples per streamed group held before handing them to the sink.
     """
 
-    def __init__(self, sizes, intervals, n_substeps, n_sub, variables=None):
+    def __init__(self, sizes, intervals, n_substeps, n_sub, variables=None, sink=None, buffer=4096):
         self.n_sub = n_sub
+        self.sink = sink
         self.groups: dict[str, _Group] = {}
         for group in GROUPS:
             every = intervals.get(group)
             if not every or not sizes.get(group):
                 continue
             names = list((variables or {}).get(group) or VARIABLES[group])
-            self.groups[group] = _Group(group, names, sizes[group], every, n_substeps // every)
+            total = n_substeps // every
+            streamed = sink is not None and group != "facility"
+            capacity = max(1, min(total, buffer)) if streamed else total
+            self.groups[group] = _Group(group, names, sizes[group], every, total, capacity)
+
+    def _maybe_flush(self, g: _Group) -> None:
+        if self.sink is not None and g.name != "facility" and g.filled == g.capacity:
+            self.flush(g)
+
+    def flush(self, g: _Group) -> None:
+        """Hand the buffered samples of ``g`` to the sink and empty the buffer."""
+        if g.filled:
+            g.last = {v: g.out[v][g.filled - 1].copy() for v in g.out}
+            self.sink(g.name, {v: g.out[v][: g.filled] for v in g.out}, g.flushed)
+            g.flushed += g.filled
+            g.filled = 0
+
+    def close(self) -> None:
+        """Flush every streamed group (end of run or interrupt)."""
+        if self.sink is not None:
+            for g in self.groups.values():
+                if g.name != "facility":
+                    self.flush(g)
 
     def add(self, state) -> None:
         """Add one thermal step; ``state.<group>_<variable>`` holds each value."""
         n_sub = self.n_sub
         for g in self.groups.values():
-            if g.every == n_sub and g.filled < g.n_samples:  # one sample per step: no accumulation
+            if g.every == n_sub and g.room > 0:  # one sample per step: no accumulation
                 row = g.filled
                 for v in g.vars:
                     value = getattr(state, f"{g.name}_{v}")
@@ -77,6 +114,7 @@ class Recorder:
                 if g.derived:
                     self._derive(g, slice(row, row + 1))
                 g.filled += 1
+                self._maybe_flush(g)
             elif g.every >= n_sub:
                 for v in g.vars:
                     value = getattr(state, f"{g.name}_{v}")
@@ -102,16 +140,18 @@ class Recorder:
                 self._emit(g, rows)
 
     def _emit(self, g: _Group, rows: dict[str, np.ndarray]) -> None:
-        k = next(iter(rows.values())).shape[0]
-        k = min(k, g.n_samples - g.filled)
-        if k <= 0:
-            return
-        sl = slice(g.filled, g.filled + k)
-        for v, r in rows.items():
-            g.out[v][sl] = r[:k]
-        if g.derived:
-            self._derive(g, sl)
-        g.filled += k
+        n = next(iter(rows.values())).shape[0]
+        done = 0
+        while done < n and g.room > 0:
+            k = min(n - done, g.room)
+            sl = slice(g.filled, g.filled + k)
+            for v, r in rows.items():
+                g.out[v][sl] = r[done: done + k]
+            if g.derived:
+                self._derive(g, sl)
+            g.filled += k
+            done += k
+            self._maybe_flush(g)
 
     @staticmethod
     def _derive(g: _Group, sl: slice) -> None:
@@ -123,8 +163,13 @@ class Recorder:
     @property
     def latest(self) -> dict[str, dict[str, np.ndarray]]:
         """The last recorded sample of every group: group → variable → (entities,)."""
-        return {name: {v: g.out[v][g.filled - 1] for v in g.out}
-                for name, g in self.groups.items() if g.filled}
+        out = {}
+        for name, g in self.groups.items():
+            if g.filled:
+                out[name] = {v: g.out[v][g.filled - 1] for v in g.out}
+            elif g.last is not None:
+                out[name] = g.last
+        return out
 
     def snapshot(self) -> dict[str, dict[str, np.ndarray]]:
         """Recorded samples so far: group → variable → array (samples, entities)."""
