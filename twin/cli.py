@@ -33,10 +33,18 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT):
     raise typer.Exit(code)
 
 
-def _load(scenario: Path, duration=None, step=None, seed=None):
+def _load(scenario: Path, duration=None, step=None, seed=None, record=None):
     from twin.scenario import load_scenario
 
     overrides = {}
+    if record:
+        rec = {}
+        for item in record:
+            group, sep, interval = item.partition("=")
+            if not sep or not group.strip() or not interval.strip():
+                _fail(f"--record: expected GROUP=INTERVAL (e.g. device=off, rack=10s), got '{item}'")
+            rec[group.strip()] = interval.strip()
+        overrides["record"] = rec
     time_over = {k: v for k, v in (("duration", duration), ("step", step)) if v is not None}
     if time_over:
         overrides["time"] = time_over
@@ -141,6 +149,8 @@ def run(
     duration: Annotated[Optional[str], typer.Option(help="Override the run length, e.g. '24 h'.")] = None,
     step: Annotated[Optional[str], typer.Option(help="Override the thermal step, e.g. '1 s'.")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Override the random seed.")] = None,
+    record: Annotated[Optional[list[str]], typer.Option(
+        help="Override a recording interval: GROUP=INTERVAL or GROUP=off (repeatable).")] = None,
     solver: Annotated[str, typer.Option(help="Integrator: fast (exact exponential) or reference (solve_ivp).")] = "fast",
     progress: Annotated[bool, typer.Option(help="Show a progress bar on long runs.")] = True,
 ):
@@ -152,7 +162,7 @@ def run(
 
     if solver not in INTEGRATORS:
         _fail(f"--solver: unknown '{solver}' (known: {', '.join(INTEGRATORS)})")
-    loaded = _load(scenario, duration, step, seed)
+    loaded = _load(scenario, duration, step, seed, record)
     path = output or Path(loaded.scenario.output or f"out/{loaded.scenario.name}.nc")
     try:
         output_format(path)
