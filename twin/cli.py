@@ -125,7 +125,9 @@ def _summary_table(kpi: dict, path: Path | None, interrupted: bool) -> Table:
             return kpi.get(f"job_{_name}_{suffix}", float("nan"))
         line = f"{get('iterations'):,.0f} it"
         if get("tokens") > 0:
-            line += f", {get('tokens') / 1e9:,.2f} G tokens, {get('energy_per_token_J') * 1e3:,.2f} mJ/token"
+            ept = get("energy_per_token_J")
+            ept_text = f"{ept:,.3g} J/token" if ept >= 1 else f"{ept * 1e3:,.3g} mJ/token"
+            line += f", {get('tokens') / 1e9:,.2f} G tokens, {ept_text}"
             if f"job_{name}_cost_per_million_tokens" in kpi:
                 line += f", {get('cost_per_million_tokens'):.4f}/M tokens"
         elif get("iterations") > 0:
@@ -230,6 +232,42 @@ def validate(scenario: Annotated[Path, typer.Argument(help="Scenario YAML file."
     out.print(f"{scenario}: ok — {system.n_racks} racks, {system.sled_name.size} sleds, "
               f"{system.n_devices} devices, {loaded.scenario.time.duration:g} s at "
               f"{loaded.scenario.time.step:g} s steps", highlight=False)
+
+
+@app.command()
+def bench(
+    scenarios: Annotated[Optional[list[Path]], typer.Argument(
+        help="Scenarios to run (default: the bundled scenarios/bench/*.yaml).")] = None,
+    duration: Annotated[Optional[str], typer.Option(help="Override each run's length, e.g. '1 h'.")] = None,
+):
+    """Benchmark: simulated seconds per wall second, peak memory and where the time goes."""
+    import json
+    import os
+    import subprocess
+
+    if not scenarios:
+        folder = Path(__file__).resolve().parents[1] / "scenarios" / "bench"
+        scenarios = sorted(folder.glob("*.yaml"))
+        if not scenarios:
+            _fail("bench: no scenarios given and no scenarios/bench/*.yaml next to the package")
+    table = Table(title="twin bench")
+    for col in ("scenario", "devices", "simulated", "wall (run)", "speed", "peak RSS",
+                "workload", "power", "integration", "controllers", "recording"):
+        table.add_column(col, justify="right")
+    for path in scenarios:
+        loaded = _load(path)  # one clear error line for a bad file before anything runs
+        del loaded
+        cmd = [sys.executable, "-m", "twin.sim.bench", str(path)] + (["--duration", duration] if duration else [])
+        err.print(f"running {path} …")
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
+        if proc.returncode != 0:
+            _fail(f"bench: {path} failed: {proc.stderr.strip().splitlines()[-1] if proc.stderr else proc.returncode}", 1)
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        sh = r["shares"]
+        table.add_row(r["scenario"], f"{r['devices']:,}", f"{r['simulated_s'] / 3600:,.2f} h",
+                      f"{r['run_s']:,.1f} s", f"{r['speed']:,.0f}×", f"{r['peak_rss_MiB']:,.0f} MiB",
+                      *(f"{sh[k]:.0%}" for k in ("workload", "power", "integration", "controllers", "recording")))
+    out.print(table, width=max(out.width, 150))
 
 
 @app.command()

@@ -34,3 +34,19 @@ def expand_racks(spec: RackSpec, catalog: Catalog) -> list[RackSlot]:
         else:
             out.extend(RackSlot(f"{base}-{chr(97 + j)}", rack, base) for j, rack in enumerate(members))
     return out
+
+
+def expand_cdus(specs) -> tuple[list[tuple[str, object]], dict[str, list[int]]]:
+    """Expand ``cdus:`` entries: a list of (name, spec) and a map from every usable name (each
+    CDU's own, and a family's ``name``) to CDU indices."""
+    cdus, names = [], {}
+    for spec in specs:
+        width = max(2, len(str(spec.count)))
+        members = []
+        for i in range(spec.count):
+            name = spec.name if spec.count == 1 else f"{spec.name}-{i + 1:0{width}d}"
+            names[name] = [len(cdus)]
+            members.append(len(cdus))
+            cdus.append((name, spec))
+        names[spec.name] = members
+    return cdus, names

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from twin.catalog import Catalog, load_catalog
 from twin.scenario.errors import FieldError, ScenarioError, format_path
-from twin.scenario.layout import expand_racks
+from twin.scenario.layout import expand_cdus, expand_racks
 from twin.scenario.model import GROUPS, Scenario
 from twin.sim.variables import VARIABLES
 
@@ -261,9 +261,10 @@ def check_references(scenario: Scenario, catalog: Catalog, base: Path) -> None:
     """
     cdu_names = set()
     for i, cdu in enumerate(scenario.cdus):
-        if cdu.name in cdu_names:
+        names = {cdu.name} | set(expand_cdus([cdu])[1])
+        if names & cdu_names:
             raise FieldError(("cdus", i, "name"), f"duplicate CDU name '{cdu.name}'")
-        cdu_names.add(cdu.name)
+        cdu_names |= names
         if cdu.template not in catalog.cdus:
             raise FieldError(("cdus", i, "template"),
                              f"unknown CDU template '{cdu.template}' (known: {_known(catalog.cdus)})")

@@ -82,11 +82,16 @@ class Site(_Strict):
 
 
 class CDUSpec(_Strict):
-    """A coolant distribution unit feeding racks on its secondary loop."""
+    """Coolant distribution units feeding racks on their secondary loops.
+
+    With ``count`` > 1 the CDUs are named ``name-01 …``; a rack entry whose ``cdu`` is the
+    family name spreads its racks over the family in contiguous blocks.
+    """
 
     name: Name
     template: str = "in-row-1350kw"
     supply_temperature: Temperature = 32.0
+    count: Annotated[int, Field(ge=1, le=100_000)] = 1
 
 
 class RackSpec(_Strict):

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from twin.catalog import Catalog
-from twin.scenario.layout import expand_racks
+from twin.scenario.layout import expand_cdus, expand_racks
 from twin.scenario.model import CDUSpec, Scenario
 from twin.thermal.network import SledGroup, volume_to_mass_flow_air, volume_to_mass_flow_water
 from twin.units import CP_WATER
@@ -104,8 +104,7 @@ class System:
 
 def build_system(scenario: Scenario, catalog: Catalog) -> System:
     """Expand the scenario's halls, rows and racks into a :class:`System`."""
-    cdus = list(scenario.cdus) or [DEFAULT_CDU]
-    cdu_index = {c.name: i for i, c in enumerate(cdus)}
+    cdus, cdu_index = expand_cdus(list(scenario.cdus) or [DEFAULT_CDU])
     shelf_names = sorted({r.power_shelf for r in catalog.racks.values()})
     shelf_index = {n: i for i, n in enumerate(shelf_names)}
     shelf_curves = [
@@ -121,7 +120,9 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
         for row in hall.rows:
             row_names.append(row.name)
             for spec in row.racks:
-                for slot in expand_racks(spec, catalog):
+                slots = expand_racks(spec, catalog)
+                family = cdu_index[spec.cdu] if spec.cdu else [0]
+                for j, slot in enumerate(slots):
                     tpl = catalog.racks[slot.template]
                     flow = spec.coolant_flow if spec.coolant_flow is not None else tpl.coolant_flow.si
                     shelf = catalog.power_shelves[tpl.power_shelf]
@@ -129,7 +130,7 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
                     racks.append(dict(
                         name=slot.name, template=slot.template, system=slot.system,
                         row=len(row_names) - 1, hall=len(hall_names) - 1,
-                        cdu=cdu_index[spec.cdu] if spec.cdu else 0,
+                        cdu=family[j * len(family) // len(slots)],
                         m_coolant=volume_to_mass_flow_water(flow),
                         capacity=tpl.shelves.value * shelf.psus.value * shelf.psu_rating.si,
                         shelf=shelf_index[tpl.power_shelf], sled_start=len(sleds),
@@ -195,7 +196,7 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
             c_chassis=stpl.c_chassis.si,
         ))
 
-    cdu_tpl = [catalog.cdus[c.template] for c in cdus]
+    cdu_tpl = [catalog.cdus[spec.template] for _, spec in cdus]
     return System(
         rack_name=col(racks, "name", object), rack_template=col(racks, "template", object),
         rack_system=col(racks, "system", object), rack_row=col(racks, "row", np.int64),
@@ -210,8 +211,8 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
         device_name=col(devices, "name", object), device_kind=kinds,
         device_sled=col(devices, "sled", np.int64), device_rack=col(devices, "rack", np.int64),
         device_liquid=liquid, chip=chip,
-        cdu_name=np.array([c.name for c in cdus], dtype=object),
-        cdu_setpoint=np.array([c.supply_temperature for c in cdus]),
+        cdu_name=np.array([name for name, _ in cdus], dtype=object),
+        cdu_setpoint=np.array([spec.supply_temperature for _, spec in cdus]),
         cdu_approach=np.array([t.approach.si for t in cdu_tpl]),
         cdu_design_flow=np.array([volume_to_mass_flow_water(t.design_flow.si) for t in cdu_tpl]),
         cdu_pump_power=np.array([t.pump_power.si for t in cdu_tpl]),

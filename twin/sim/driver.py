@@ -134,6 +134,8 @@ class Simulation:
         self.state = SimpleNamespace()
         self.totals = Totals()
         self.rack_energy = np.zeros(sy.n_racks)  # cumulative rack AC energy [J] (for counters)
+        #: Wall seconds spent per phase of the step (for ``twin bench``).
+        self.timing = dict.fromkeys(("workload", "power", "integration", "controllers", "recording"), 0.0)
         self.step_index = 0
         intervals = {}
         for group in GROUPS:
@@ -221,6 +223,8 @@ class Simulation:
             keeps energy exact.
         """
         sy, h, st, tot = self.system, self.h, self.state, self.totals
+        now = wallclock.perf_counter
+        t0 = now()
         p_sub = self._device_power(u)
         if self.jobs is not None:
             raw = p_sub
@@ -239,6 +243,7 @@ class Simulation:
         loss = p_ac - p_dc
         p_sled = mean(p_sled_sub)
 
+        t1 = now()
         t_cool = np.empty(sy.sled_name.size)
         t_air = np.empty(sy.sled_name.size)
         for i, g in enumerate(sy.groups):
@@ -272,12 +277,14 @@ class Simulation:
         p_cooling = float(p_pump.sum())
 
         # Controllers act on the state at the end of the step, for the next one.
+        t2 = now()
         clock_used = self.clock
         throttled = clock_used < 1.0
         self.clock = thermal_governor(self.clock, self.t_die, sy.chip["t_throttle"],
                                       sy.chip["throttle_hysteresis"], h)
         self.tripped = shutdown_trip(self.t_die, sy.chip["t_shutdown"], self.tripped)
 
+        t3 = now()
         # State for the recorder and exporters: (entities,) per step, (n_sub, entities) per sub-step.
         st.facility_p_it = p_it_sub[:, None]
         st.facility_p_cooling = np.array([p_cooling])
@@ -326,6 +333,12 @@ class Simulation:
             self.ever_throttled |= throttled
         tot.steps += 1
         self.step_index += 1
+        t4 = now()
+        tm = self.timing
+        tm["power"] += t1 - t0
+        tm["integration"] += t2 - t1
+        tm["controllers"] += t3 - t2
+        tm["recording"] += t4 - t3
 
     @property
     def rack_devices(self) -> np.ndarray:
@@ -347,7 +360,9 @@ class Simulation:
         last = t0
         try:
             while self.step_index < self.n_steps:
+                tw = wallclock.perf_counter()
                 u, repair = self.workload.demand(self.time, self.clock, self.tripped)
+                self.timing["workload"] += wallclock.perf_counter() - tw
                 if repair is not None and repair.size:
                     self.tripped[repair] = False
                     self.clock[repair] = 1.0

@@ -63,11 +63,13 @@ class Recorder:
         ``sink(group, {variable: (k, entities)}, offset)`` receives full buffers of every group
         but ``facility`` (which stays in memory for the run's KPIs); memory then stays at
         ``buffer`` samples per group however long the run.
-    buffer : int
-        Samples per streamed group held before handing them to the sink.
+    buffer_bytes : int
+        Memory per streamed group held before handing its samples to the sink (at least 16
+        samples).
     """
 
-    def __init__(self, sizes, intervals, n_substeps, n_sub, variables=None, sink=None, buffer=4096):
+    def __init__(self, sizes, intervals, n_substeps, n_sub, variables=None, sink=None,
+                 buffer_bytes=64 * 2**20):
         self.n_sub = n_sub
         self.sink = sink
         self.groups: dict[str, _Group] = {}
@@ -78,7 +80,8 @@ class Recorder:
             names = list((variables or {}).get(group) or VARIABLES[group])
             total = n_substeps // every
             streamed = sink is not None and group != "facility"
-            capacity = max(1, min(total, buffer)) if streamed else total
+            per_sample = 8 * sizes[group] * len(names)
+            capacity = max(1, min(total, max(16, buffer_bytes // per_sample))) if streamed else total
             self.groups[group] = _Group(group, names, sizes[group], every, total, capacity)
 
     def _maybe_flush(self, g: _Group) -> None:
