@@ -267,7 +267,7 @@ def bench(
         table.add_row(r["scenario"], f"{r['devices']:,}", f"{r['simulated_s'] / 3600:,.2f} h",
                       f"{r['run_s']:,.1f} s", f"{r['speed']:,.0f}×", f"{r['peak_rss_MiB']:,.0f} MiB",
                       *(f"{sh[k]:.0%}" for k in ("workload", "power", "integration", "controllers", "recording")))
-    out.print(table, width=max(out.width, 150))
+    Console(width=max(out.width, 150)).print(table)
 
 
 @app.command()

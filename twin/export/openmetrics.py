@@ -21,8 +21,20 @@ from pathlib import Path
 import numpy as np
 
 from twin.export.prometheus import (
-    COUNTERS, DEVICE_THRESHOLD, DEVICES_METRIC, FINE_GROUPS, GROUP_LABELS, KIND_SUMMARIES, LABEL_COORDS,
-    METRICS, fine_level_enabled, kind_reduce, metric_help, metric_scale,
+    BUILD_INFO_LABELS,
+    COUNTERS,
+    DEVICE_THRESHOLD,
+    DEVICES_METRIC,
+    FINE_GROUPS,
+    GROUP_LABELS,
+    KIND_SUMMARIES,
+    LABEL_COORDS,
+    METRICS,
+    RUN_METRICS,
+    fine_level_enabled,
+    kind_reduce,
+    metric_help,
+    metric_scale,
 )
 
 #: Milliseconds per second (OpenMetrics timestamps are in seconds; written to the millisecond).
@@ -74,6 +86,20 @@ def _interval_seconds(ds, tree) -> float:
     return float(tree.attrs.get("step_seconds", 1.0))
 
 
+def _run_metrics(w: _Writer, tree, t: np.ndarray) -> None:
+    """The live exporter's run metrics at the facility sample times, as an offline run has them:
+    build info, simulated time and clock, and a lag of 0 (an offline run is never behind)."""
+    attrs = tree.attrs
+    start = _seconds(np.array([np.datetime64(attrs["start"].replace(" ", "T"))]))[0] if "start" in attrs else t[0]
+    info = (attrs.get("twin_version", ""), attrs.get("scenario_name", ""), attrs.get("solver", ""))
+    values = {"twin_build_info": np.ones(t.size), "twin_simulated_time_seconds": t - start,
+              "twin_simulated_timestamp_seconds": t, "twin_lag_seconds": np.zeros(t.size)}
+    for name, help_ in RUN_METRICS.items():
+        w.family(name, "gauge", help_)
+        labels = _labelset(BUILD_INFO_LABELS, info) if name == "twin_build_info" else ""
+        w.series(name, labels, t, values[name])
+
+
 def write_openmetrics(tree, path, *, devices: bool | None = None,
                       device_threshold: int = DEVICE_THRESHOLD) -> Path:
     """Write ``tree`` (a twin result) as OpenMetrics text with timestamps.
@@ -102,6 +128,9 @@ def write_openmetrics(tree, path, *, devices: bool | None = None,
     try:
         with open(tmp, "w", encoding="utf-8") as fh:
             w = _Writer(fh)
+            fac = groups.get("facility")
+            if fac is not None and fac.sizes.get("time", 0):
+                _run_metrics(w, tree, _seconds(fac["time"].values))
             for (group, variable), name in METRICS.items():
                 ds = groups.get(group)
                 if ds is None or variable not in ds or ds.sizes.get("time", 0) == 0:

@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import math
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timezone
-from typing import Callable
+from datetime import UTC
 
 import numpy as np
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -160,6 +160,15 @@ KIND_SUMMARIES: tuple[KindSummary, ...] = (
     KindSummary("twin_devices_throttled", "throttled", "sum",
                 "Devices of a kind throttled (interval-mean count)."),
 )
+
+#: Metrics about the run rather than the simulated equipment: name → help.
+RUN_METRICS = {
+    "twin_build_info": "twin version and the scenario being run.",
+    "twin_simulated_time_seconds": "Simulated time since the scenario start [s].",
+    "twin_simulated_timestamp_seconds": "Simulated clock as a Unix time (scenario start taken as UTC) [s].",
+    "twin_lag_seconds": "Wall-clock time the run is behind its schedule (0 when keeping pace or at speed max) [s].",
+}
+BUILD_INFO_LABELS = ("version", "scenario", "solver")
 
 #: Number of devices per kind (constant over a run).
 DEVICES_METRIC = "twin_devices"
@@ -329,21 +338,16 @@ class TwinCollector(Collector):
         tuples = tables["tuples"]
         latest = sim.recorder.latest  # the last complete sample of each group
 
-        info = GaugeMetricFamily("twin_build_info", "twin version and the scenario being run.",
-                                 labels=("version", "scenario", "solver"))
+        info = GaugeMetricFamily("twin_build_info", RUN_METRICS["twin_build_info"], labels=BUILD_INFO_LABELS)
         info.add_metric((twin.__version__, sim.scenario.name, sim.solver), 1.0)
         yield info
-        yield GaugeMetricFamily("twin_simulated_time_seconds", "Simulated time since the scenario start [s].",
-                                value=sim.time)
         start = sim.scenario.time.start
         if start.tzinfo is None:
-            start = start.replace(tzinfo=timezone.utc)
-        yield GaugeMetricFamily("twin_simulated_timestamp_seconds",
-                                "Simulated clock as a Unix time (scenario start taken as UTC) [s].",
-                                value=start.timestamp() + sim.time)
-        yield GaugeMetricFamily("twin_lag_seconds",
-                                "Wall-clock time the run is behind its schedule (0 when keeping pace or at speed max) [s].",
-                                value=self.source.lag_seconds())
+            start = start.replace(tzinfo=UTC)
+        for name, value in (("twin_simulated_time_seconds", sim.time),
+                            ("twin_simulated_timestamp_seconds", start.timestamp() + sim.time),
+                            ("twin_lag_seconds", self.source.lag_seconds())):
+            yield GaugeMetricFamily(name, RUN_METRICS[name], value=value)
 
         for (group, variable), name in METRICS.items():
             row = latest.get(group)
@@ -402,6 +406,6 @@ def make_registry(source, **options) -> CollectorRegistry:
 
 
 __all__ = [
-    "COUNTERS", "DCGM_METRICS", "DEVICE_THRESHOLD", "GROUP_LABELS", "KIND_SUMMARIES", "METRICS",
+    "COUNTERS", "DCGM_METRICS", "DEVICE_THRESHOLD", "GROUP_LABELS", "KIND_SUMMARIES", "METRICS", "RUN_METRICS",
     "TwinCollector", "make_registry",
 ]

@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -52,6 +52,23 @@ def parse_speed(text: str) -> float | None:
     if not value > 0 or value == float("inf"):
         raise ValueError(f"--speed: expected a positive number (1, 10, …) or 'max', got '{text}'")
     return value
+
+
+class DiscardSink:
+    """Recorder sink of a live run: samples are exported as they come and not kept, so memory
+    stays bounded (the recorder's buffer) however long the run or how often it loops."""
+
+    sim = None
+
+    def __call__(self, group, arrays, offset) -> None:
+        pass
+
+
+def live_simulation(loaded):
+    """A :class:`~twin.sim.driver.Simulation` of ``loaded`` that keeps no history beyond a buffer."""
+    from twin.sim.driver import Simulation
+
+    return Simulation(loaded, solver="fast", sink=DiscardSink())
 
 
 class _Stopped(Exception):
@@ -137,10 +154,9 @@ class LiveRun:
             raise _Stopped
 
     def _main(self) -> None:
-        from twin.export.prometheus import COUNTERS
-        from twin.sim.driver import Simulation
-
         import numpy as np
+
+        from twin.export.prometheus import COUNTERS
 
         try:
             while True:
@@ -153,7 +169,7 @@ class LiveRun:
                     return
                 carried = {c.name: np.asarray(c.live(sim), dtype=float) + carried.get(c.name, 0.0)
                            for c in COUNTERS}
-                new = Simulation(self.loaded, solver=sim.solver)
+                new = live_simulation(self.loaded)
                 base = self._schedule[1]
                 if self.speed is not None:  # the next loop starts where this one was due to end
                     base = max(base + sim.n_steps * sim.h / self.speed, time.monotonic() - self._late)
@@ -161,7 +177,7 @@ class LiveRun:
                 self._late = 0.0
                 self._schedule = (new, base)
                 self.current = (new, carried)
-        except BaseException as exc:  # reported by the main thread; the server then exits 1
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread, which exits 1
             self.error = exc
         finally:
             self.finished.set()
@@ -253,7 +269,7 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to listen on (0.0.0.0 to expose it beyond this machine).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port of /metrics and /healthz.")] = DEFAULT_PORT,
     loop: Annotated[bool, typer.Option("--loop", help="Start the scenario again when it ends.")] = False,
-    devices: Annotated[Optional[bool], typer.Option(
+    devices: Annotated[bool | None, typer.Option(
         "--devices/--no-devices",
         help="Device- and sled-level series (default: only below 2,000 devices).")] = None,
     dcgm: Annotated[bool, typer.Option("--dcgm", help="Also DCGM-compatible series for NVIDIA GPUs.")] = False,
@@ -262,7 +278,6 @@ def serve(
     from twin.cli import _fail, _load
     from twin.export.prometheus import make_registry
     from twin.scenario.errors import ScenarioError
-    from twin.sim.driver import Simulation
 
     try:
         pace = parse_speed(speed)
@@ -270,7 +285,7 @@ def serve(
         _fail(str(exc))
     loaded = _load(scenario)
     try:
-        sim = Simulation(loaded, solver="fast")
+        sim = live_simulation(loaded)
     except ScenarioError as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
