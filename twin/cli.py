@@ -89,6 +89,8 @@ class _Progress:
 
 
 def _summary_table(kpi: dict, path: Path | None, interrupted: bool) -> Table:
+    import numpy as np
+
     def mw(x):
         return f"{x / 1e6:,.3f} MW" if x >= 1e6 else f"{x / 1e3:,.1f} kW"
 
@@ -117,6 +119,14 @@ def _summary_table(kpi: dict, path: Path | None, interrupted: bool) -> Table:
                      f"{kpi['peak_to_average']:.2f}"))
         rows.append(("largest IT power ramp", f"{kpi['largest_ramp_W_per_s'] / 1e3:,.1f} kW/s"))
         rows.append(("fluctuation in 0.1-20 Hz", f"{kpi['band_0p1_20Hz_share']:.0%}"))
+    if "first_event_s" in kpi:
+        def after(x):
+            return "never" if not np.isfinite(x) else f"{x:,.0f} s"
+        rows.append(("first event at", f"{kpi['first_event_s']:,.0f} s"))
+        rows.append(("time to first throttle / trip",
+                     f"{after(kpi['time_to_first_throttle_s'])} / {after(kpi['time_to_first_trip_s'])}"))
+    if kpi.get("capped_rack_seconds"):
+        rows.append(("capped by power limits", f"{kpi['capped_rack_seconds']:,.0f} rack-s"))
     if kpi.get("energy_smoothing_J"):
         rows.append(("energy spent on smoothing", f"{kpi['energy_smoothing_J'] / 3.6e6:,.1f} kWh"))
     for key in [k for k in kpi if k.startswith("job_") and k.endswith("_iterations")]:

@@ -83,6 +83,14 @@ CASES = [
                                           "      - {at: 1 s, u: 0.2}"), 16, "workload[0]",
      r"profile segments must be in time order"),
     ("wrong-type", GOOD.replace("name: t\n", "name: [t]\n"), 1, "name", r"valid string"),
+    ("unknown-event-kind", GOOD + "events:\n  - {at: 5 s, kind: meteor_strike, target: k}\n", 19,
+     "events[0].kind", r"Input should be 'cdu_pump_trip'"),
+    ("unknown-event-target", GOOD + "events:\n  - {at: 5 s, kind: coolant_flow_loss, target: zz}\n", 19,
+     "events[0].target", r"'zz' matches no rack \(known: k\)"),
+    ("event-outside-run", GOOD + "events:\n  - {at: 1 h, kind: cdu_pump_trip, target: c1}\n", 19,
+     "events[0].at", r"3600 s is outside the run \(0 to 10 s\)"),
+    ("event-without-target", GOOD + "events:\n  - {at: 5 s, kind: psu_failure}\n", 19,
+     "events[0]", r"'psu_failure' needs a target \(rack name\)"),
 ]
 
 

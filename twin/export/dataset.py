@@ -31,6 +31,7 @@ def _coords(sim, group: str) -> dict:
             "template": ("rack", sy.rack_template.astype(str)),
             "system": ("rack", sy.rack_system.astype(str)),
             "cdu": ("rack", sy.cdu_name[sy.rack_cdu].astype(str)),
+            "power_limit": ("rack", sy.rack_power_limit, {"units": "W", "long_name": "rack power limit (inf: none)"}),
         }
     if group == "sled":
         return {
@@ -83,7 +84,13 @@ def summary(sim) -> dict[str, float | int]:
         "n_devices": int(sim.system.n_devices),
         "n_racks": int(sim.system.n_racks),
         "energy_smoothing_J": tot.e_smoothing,
+        "capped_rack_seconds": sim.capped_rack_seconds,
     }
+    if np.isfinite(sim.first_event):
+        kpi["first_event_s"] = sim.first_event
+        kpi["time_to_first_throttle_s"] = (sim.first_throttle - sim.first_event
+                                           if sim.first_throttle >= sim.first_event else 0.0)
+        kpi["time_to_first_trip_s"] = sim.first_trip - sim.first_event
     rec = sim.recorder.groups.get("facility")
     if rec is not None and "p_it" in rec.out and rec.filled > 1:
         series = rec.out["p_it"][: rec.filled, 0]

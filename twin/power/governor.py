@@ -67,3 +67,42 @@ def shutdown_trip(t_die, t_shutdown, tripped):
         Devices already tripped.
     """
     return tripped | (t_die > t_shutdown)
+
+
+#: Cap governor gain: clock change per unit relative overshoot per second [1/s] (estimate; a
+#: rack power-capping loop settles within a few seconds, in line with ~1 s DCM/firmware loops).
+CAP_GAIN = 0.5
+#: Cap governor recovery rate when under the limit [1/s] (estimate).
+CAP_UP_RATE = 0.05
+
+
+def cap_governor(cap, power, limit, dt, gain=CAP_GAIN, up_rate=CAP_UP_RATE, cap_min=CLOCK_MIN):
+    """Clock factor that holds a group of devices (a rack or a row) under a power limit.
+
+    Parameters
+    ----------
+    cap : ndarray
+        Clock factor now, per group [1].
+    power : ndarray
+        Group power over the last step [W].
+    limit : ndarray
+        Power limit per group [W]; inf for none.
+    dt : float
+        Governor period [s].
+
+    Returns
+    -------
+    ndarray
+        New clock factor in [cap_min, 1] [1].
+
+    Notes
+    -----
+    Integral control with anti-windup by clamping: c ← clip(c − k·(P − P_lim)/P_lim·dt, c_min, 1)
+    while over the limit, and c ← min(1, c + min(r_up, k·(P_lim − P)/P_lim)·dt) below it.
+    """
+    with np.errstate(invalid="ignore", divide="ignore"):
+        excess = np.where(np.isfinite(limit), (power - limit) / limit, -np.inf)
+    fall = gain * excess * dt
+    rise = np.minimum(up_rate, gain * -excess) * dt
+    new = np.where(excess > 0, cap - fall, np.where(np.isfinite(excess), cap + rise, 1.0))
+    return np.clip(new, cap_min, 1.0)

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 from twin.catalog import Catalog, load_catalog
 from twin.scenario.errors import FieldError, ScenarioError, format_path
 from twin.scenario.layout import expand_cdus, expand_racks
-from twin.scenario.model import GROUPS, Scenario
+from twin.scenario.model import EVENT_KINDS, GROUPS, Scenario
 from twin.sim.variables import VARIABLES
 
 MAX_FILE_BYTES = 5_000_000
@@ -305,6 +305,19 @@ def check_references(scenario: Scenario, catalog: Catalog, base: Path) -> None:
                                      f"'{pattern}' matches no {field} (known: {_known(names)})")
         if rule.replay is not None and not (base / rule.replay).is_file():
             raise FieldError(("workload", w, "replay"), f"replay file not found: {base / rule.replay}")
+    for e, event in enumerate(scenario.events):
+        if event.at >= scenario.time.duration:
+            raise FieldError(("events", e, "at"),
+                             f"{event.at:g} s is outside the run (0 to {scenario.time.duration:g} s)")
+        wants = EVENT_KINDS[event.kind]
+        if wants == "cdu" and event.target not in cdu_names | ({"cdu-1"} if not scenario.cdus else set()):
+            known = _known(cdu_names) if cdu_names else "cdu-1 (the default CDU)"
+            raise FieldError(("events", e, "target"), f"unknown CDU '{event.target}' (known: {known})")
+        if wants == "rack" and not any(fnmatch.fnmatchcase(n, event.target) for n in built):
+            raise FieldError(("events", e, "target"),
+                             f"'{event.target}' matches no rack (known: {_known(built)})")
+        if wants == "plant" and event.target not in (None, "plant"):
+            raise FieldError(("events", e, "target"), f"'{event.kind}' acts on the plant; leave out 'target'")
     step = scenario.time.step
     for group in GROUPS:
         interval = getattr(scenario.record, group)

@@ -49,6 +49,7 @@ Duration = _quantity("time", positive=True)
 Instant = _quantity("time", non_negative=True)
 Temperature = _quantity("temperature")
 VolumeFlow = _quantity("volume_flow", non_negative=True)
+Power = _quantity("power", positive=True)
 Price = _quantity("price", non_negative=True)
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.\-]+$")]
@@ -102,11 +103,13 @@ class RackSpec(_Strict):
     count: Annotated[int, Field(ge=1, le=100_000)] = 1
     cdu: str | None = None
     coolant_flow: VolumeFlow | None = None  # per rack; default from the template
+    power_limit: Power | None = None  # per rack AC input; the cap governor lowers clocks to hold it
 
 
 class Row(_Strict):
     name: Name
     racks: Annotated[list[RackSpec], Field(min_length=1)]
+    power_limit: Power | None = None  # sum of the row's rack AC input
 
 
 class Hall(_Strict):
@@ -258,6 +261,48 @@ class Record(_Strict):
     variables: dict[Literal["facility", "cdu", "rack", "sled", "device", "job"], list[str]] = {}
 
 
+EVENT_KINDS = {
+    # kind: what `target` names
+    "cdu_pump_trip": "cdu",
+    "cdu_failure": "cdu",
+    "coolant_flow_loss": "rack",
+    "rack_fan_failure": "rack",
+    "psu_failure": "rack",
+    "setpoint_change": "cdu",
+    "chiller_trip": "plant",
+    "dry_cooler_fan_failure": "plant",
+    "utility_outage": "plant",
+}
+
+
+class Event(_Strict):
+    """A fault or an operator action at a time, optionally cleared after ``duration``.
+
+    Targets: a CDU name for ``cdu_pump_trip``, ``cdu_failure`` and ``setpoint_change``; a rack
+    name (or shell pattern) for ``coolant_flow_loss``, ``rack_fan_failure`` and ``psu_failure``;
+    nothing for the plant-wide kinds.
+    """
+
+    at: Instant
+    kind: Literal[tuple(EVENT_KINDS)]  # type: ignore[valid-type]
+    target: str | None = None
+    duration: Duration | None = None  # cleared after this long; default: lasts to the end
+    failover: bool = False  # CDU events: a standby takes over after failover_delay
+    failover_delay: Duration = 10.0
+    fraction: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0  # share of flow / fans / capacity lost
+    count: Annotated[int, Field(ge=1)] = 1  # PSUs failed per rack
+    value: Temperature | None = None  # new setpoint for setpoint_change
+
+    @model_validator(mode="after")
+    def _target(self):
+        wants = EVENT_KINDS[self.kind]
+        if wants != "plant" and not self.target:
+            raise ValueError(f"'{self.kind}' needs a target ({wants} name)")
+        if self.kind == "setpoint_change" and self.value is None:
+            raise ValueError("setpoint_change needs a 'value', e.g. '40 degC'")
+        return self
+
+
 class Scenario(_Strict):
     """A twin scenario: time, site, hardware layout, workload, recording and output."""
 
@@ -271,6 +316,7 @@ class Scenario(_Strict):
     workload: list[WorkloadRule] = []
     workload_step: Duration | None = None  # finer than time.step for sub-second power (default: the step)
     jobs: list[Annotated[TrainingJob | CpuJob, Field(discriminator="kind")]] = []
+    events: list[Event] = []
     record: Record = Record()
     output: str | None = None
     catalog: dict[

@@ -38,6 +38,10 @@ class System:
     rack_cdu: np.ndarray  # index into cdu arrays
     rack_m_coolant: np.ndarray  # [kg/s]
     rack_shelf_capacity: np.ndarray  # rated DC output of all PSUs [W]
+    rack_psus: np.ndarray  # PSUs installed
+    rack_psu_rating: np.ndarray  # rated output of one PSU [W]
+    rack_power_limit: np.ndarray  # [W], inf = none
+    row_power_limit: np.ndarray  # [W], inf = none
     rack_shelf_type: np.ndarray  # index into shelf_curves
     shelf_curves: list[tuple[np.ndarray, np.ndarray]]
     rack_sled_start: np.ndarray
@@ -114,11 +118,12 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
     ]
 
     racks, sleds, devices = [], [], []
-    hall_names, row_names = [], []
+    hall_names, row_names, row_limits = [], [], []
     for hall in scenario.halls:
         hall_names.append(hall.name)
         for row in hall.rows:
             row_names.append(row.name)
+            row_limits.append(row.power_limit if row.power_limit is not None else np.inf)
             for spec in row.racks:
                 slots = expand_racks(spec, catalog)
                 family = cdu_index[spec.cdu] if spec.cdu else [0]
@@ -133,6 +138,8 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
                         cdu=family[j * len(family) // len(slots)],
                         m_coolant=volume_to_mass_flow_water(flow),
                         capacity=tpl.shelves.value * shelf.psus.value * shelf.psu_rating.si,
+                        psus=tpl.shelves.value * shelf.psus.value, psu_rating=shelf.psu_rating.si,
+                        limit=spec.power_limit if spec.power_limit is not None else np.inf,
                         shelf=shelf_index[tpl.power_shelf], sled_start=len(sleds),
                     ))
                     # Liquid flow is split over sleds in proportion to their plates' design flow.
@@ -202,6 +209,8 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
         rack_system=col(racks, "system", object), rack_row=col(racks, "row", np.int64),
         rack_hall=col(racks, "hall", np.int64), rack_cdu=col(racks, "cdu", np.int64),
         rack_m_coolant=col(racks, "m_coolant", float), rack_shelf_capacity=col(racks, "capacity", float),
+        rack_psus=col(racks, "psus", np.int64), rack_psu_rating=col(racks, "psu_rating", float),
+        rack_power_limit=col(racks, "limit", float), row_power_limit=np.array(row_limits, dtype=float),
         rack_shelf_type=col(racks, "shelf", np.int64), shelf_curves=shelf_curves,
         rack_sled_start=col(racks, "sled_start", np.int64),
         sled_name=col(sleds, "name", object), sled_template=sled_template,

@@ -26,12 +26,13 @@ from types import SimpleNamespace
 import numpy as np
 
 from twin.power.device import device_power
-from twin.power.governor import shutdown_trip, thermal_governor
+from twin.power.governor import cap_governor, shutdown_trip, thermal_governor
 from twin.power.psu import shelf_input_power
 from twin.scenario.errors import FieldError
 from twin.scenario.loader import LoadedScenario
 from twin.scenario.model import GROUPS
 from twin.sim.build import System, build_system
+from twin.sim.events import EventQueue, cdu_targets, rack_targets
 from twin.sim.recorder import Recorder
 from twin.thermal.integrators import INTEGRATORS
 from twin.units import CP_AIR, CP_WATER
@@ -123,9 +124,25 @@ class Simulation:
         sy = self.system
         self.t_cold_aisle = sc.site.cold_aisle
         self.t_facility = sc.site.facility_water_supply
-        for i, g in enumerate(sy.groups):
-            self.integrator.set_flows(i, sy.sled_m_coolant[g.sleds], sy.sled_m_air[g.sleds])
-        self._boundaries()
+        # Operating state that events change: flow, fan and PSU factors, setpoints.
+        self.rack_coolant_factor = np.ones(sy.n_racks)
+        self.rack_air_factor = np.ones(sy.n_racks)
+        self.cdu_flow_factor = np.ones(sy.cdu_name.size)
+        self.rack_failed_psus = np.zeros(sy.n_racks, dtype=np.int64)
+        self.cdu_setpoint = sy.cdu_setpoint.copy()
+        self.events = EventQueue(sc.events)
+        self.event_log: list[tuple[float, str, str, str]] = []
+        self.first_event = np.inf
+        self.first_throttle = np.inf
+        self.first_trip = np.inf
+        self.m_coolant = np.full(sy.sled_name.size, np.nan)
+        self.m_air = np.full(sy.sled_name.size, np.nan)
+        self._apply_flows()
+        # Power caps: a clock factor per rack and per row, lowered while the limit is exceeded.
+        self.rack_cap = np.ones(sy.n_racks)
+        self.row_cap = np.ones(len(sy.row_names))
+        self.capped_rack_seconds = 0.0
+        self.clock_thermal = np.ones(sy.n_devices)
         self.clock = np.ones(sy.n_devices)
         self.tripped = np.zeros(sy.n_devices, dtype=bool)
         self.ever_throttled = np.zeros(sy.n_devices, dtype=bool)
@@ -155,10 +172,55 @@ class Simulation:
         self._initial_state()
 
     # -- boundaries and levels -------------------------------------------------------------
+    def _apply_flows(self):
+        """Sled coolant and air flows from the event factors; new propagators where they changed."""
+        sy = self.system
+        rack_factor = self.rack_coolant_factor * self.cdu_flow_factor[sy.rack_cdu]
+        m_coolant = sy.sled_m_coolant * rack_factor[sy.sled_rack]
+        m_air = sy.sled_m_air * self.rack_air_factor[sy.sled_rack]
+        for i, g in enumerate(sy.groups):
+            if not (np.array_equal(m_coolant[g.sleds], self.m_coolant[g.sleds])
+                    and np.array_equal(m_air[g.sleds], self.m_air[g.sleds])):
+                self.integrator.set_flows(i, m_coolant[g.sleds], m_air[g.sleds])
+        self.m_coolant, self.m_air = m_coolant, m_air
+        # Fans that failed draw no power (the survivors keep their speed).
+        self.fan_power = sy.sled_fan_power * self.rack_air_factor[sy.sled_rack]
+        healthy = np.maximum(sy.rack_psus - self.rack_failed_psus, 0)
+        self.shelf_capacity = healthy * sy.rack_psu_rating
+        self._boundaries()
+
+    def _apply_event(self, action) -> None:
+        """Change the operating state for one event action (start, clear or failover)."""
+        sy, ev = self.system, action.event
+        start = action.what == "start"
+        if ev.kind in ("cdu_pump_trip", "cdu_failure"):
+            idx = cdu_targets(ev.target, sy.cdu_name)
+            self.cdu_flow_factor[idx] = 0.0 if start else 1.0
+        elif ev.kind == "coolant_flow_loss":
+            idx = rack_targets(ev.target, sy.rack_name)
+            self.rack_coolant_factor[idx] = (1.0 - ev.fraction) if start else 1.0
+        elif ev.kind == "rack_fan_failure":
+            idx = rack_targets(ev.target, sy.rack_name)
+            self.rack_air_factor[idx] = (1.0 - ev.fraction) if start else 1.0
+        elif ev.kind == "psu_failure":
+            idx = rack_targets(ev.target, sy.rack_name)
+            self.rack_failed_psus[idx] += ev.count if start else -ev.count
+        elif ev.kind == "setpoint_change":
+            idx = cdu_targets(ev.target, sy.cdu_name)
+            if start:
+                self._saved_setpoint = getattr(self, "_saved_setpoint", {})
+                self._saved_setpoint[action.index] = self.cdu_setpoint[idx].copy()
+                self.cdu_setpoint[idx] = ev.value
+            else:
+                self.cdu_setpoint[idx] = self._saved_setpoint.pop(action.index)
+        if start:
+            self.first_event = min(self.first_event, action.time)
+        self.event_log.append((action.time, action.what, ev.kind, ev.target or "plant"))
+
     def _boundaries(self):
         """CDU supply temperatures and the constant boundary heat input of every sled node."""
         sy = self.system
-        self.cdu_supply = np.maximum(sy.cdu_setpoint, self.t_facility + sy.cdu_approach)
+        self.cdu_supply = np.maximum(self.cdu_setpoint, self.t_facility + sy.cdu_approach)
         self.rack_supply = self.cdu_supply[sy.rack_cdu]
         self.sled_supply = self.rack_supply[sy.sled_rack]
         self.q_base = []
@@ -166,7 +228,7 @@ class Simulation:
             b = self.integrator.boundary(i)
             q = np.zeros_like(b)
             q[:, g.cool] = b[:, g.cool] * self.sled_supply[g.sleds]
-            q[:, g.air] = b[:, g.air] * self.t_cold_aisle + sy.sled_overhead[g.sleds] + sy.sled_fan_power[g.sleds]
+            q[:, g.air] = b[:, g.air] * self.t_cold_aisle + sy.sled_overhead[g.sleds] + self.fan_power[g.sleds]
             self.q_base.append(q)
 
     def _device_power(self, u):
@@ -232,12 +294,12 @@ class Simulation:
             tot.e_smoothing += float((p_sub - raw).sum()) * self.h_w
         mean = (lambda a: a[0]) if self.n_sub == 1 else (lambda a: a.mean(axis=0))
         p_dev = mean(p_sub)
-        p_sled_sub = np.add.reduceat(p_sub, sy.sled_device_start, axis=1) + (sy.sled_overhead + sy.sled_fan_power)
+        p_sled_sub = np.add.reduceat(p_sub, sy.sled_device_start, axis=1) + (sy.sled_overhead + self.fan_power)
         p_dc_sub = np.add.reduceat(p_sled_sub, sy.rack_sled_start, axis=1)
         p_ac_sub = np.empty_like(p_dc_sub)
         for s, (loads, etas) in enumerate(sy.shelf_curves):
             sel = sy.shelf_members[s]
-            p_ac_sub[:, sel] = shelf_input_power(p_dc_sub[:, sel], sy.rack_shelf_capacity[sel], loads, etas)
+            p_ac_sub[:, sel] = shelf_input_power(p_dc_sub[:, sel], self.shelf_capacity[sel], loads, etas)
         p_dc = mean(p_dc_sub)
         p_ac = mean(p_ac_sub)
         loss = p_ac - p_dc
@@ -254,7 +316,7 @@ class Simulation:
             t_cool[g.sleds] = fluid[:, 0]
             t_air[g.sleds] = fluid[:, 1]
 
-        m_c, m_a = sy.sled_m_coolant, sy.sled_m_air
+        m_c, m_a = self.m_coolant, self.m_air
         q_liq_sled = m_c * CP_WATER * (t_cool - self.sled_supply)
         q_air_sled = m_a * CP_AIR * (t_air - self.t_cold_aisle)
         rack_m_c = sy.rack_sum(m_c)
@@ -279,10 +341,26 @@ class Simulation:
         # Controllers act on the state at the end of the step, for the next one.
         t2 = now()
         clock_used = self.clock
-        throttled = clock_used < 1.0
-        self.clock = thermal_governor(self.clock, self.t_die, sy.chip["t_throttle"],
-                                      sy.chip["throttle_hysteresis"], h)
+        throttled = self.clock_thermal < 1.0
+        self.clock_thermal = thermal_governor(self.clock_thermal, self.t_die, sy.chip["t_throttle"],
+                                              sy.chip["throttle_hysteresis"], h)
+        was_tripped = self.tripped
         self.tripped = shutdown_trip(self.t_die, sy.chip["t_shutdown"], self.tripped)
+        capped = self.rack_cap < 1.0
+        if np.isfinite(sy.rack_power_limit).any() or np.isfinite(sy.row_power_limit).any():
+            self.rack_cap = cap_governor(self.rack_cap, p_ac, sy.rack_power_limit, h)
+            row_p = np.bincount(sy.rack_row, weights=p_ac, minlength=len(sy.row_names))
+            self.row_cap = cap_governor(self.row_cap, row_p, sy.row_power_limit, h)
+            cap = np.minimum(self.rack_cap, self.row_cap[sy.rack_row])
+            self.clock = np.minimum(self.clock_thermal, cap[sy.device_rack])
+            capped = cap < 1.0
+            self.capped_rack_seconds += capped.sum() * h
+        else:
+            self.clock = self.clock_thermal
+        if self.first_throttle == np.inf and throttled.any():
+            self.first_throttle = self.time
+        if self.first_trip == np.inf and self.tripped.any() and not was_tripped.any():
+            self.first_trip = self.time + h
 
         t3 = now()
         # State for the recorder and exporters: (entities,) per step, (n_sub, entities) per sub-step.
@@ -301,6 +379,7 @@ class Simulation:
         st.rack_t_air_out = t_air_out
         st.rack_q_liquid, st.rack_q_air = q_liq, q_air
         st.rack_throttled = sy.rack_sum(sy.sled_sum(throttled.astype(float))) / self.rack_devices
+        st.rack_capped = capped
         st.sled_p_dc = p_sled
         st.sled_t_coolant_out = np.where(m_c > 0, t_cool, np.nan)
         st.sled_t_air_out = t_air
@@ -360,11 +439,16 @@ class Simulation:
         last = t0
         try:
             while self.step_index < self.n_steps:
+                if self.events.first_time < self.time + self.h:
+                    for action in self.events.due(self.time + self.h):
+                        self._apply_event(action)
+                    self._apply_flows()
                 tw = wallclock.perf_counter()
                 u, repair = self.workload.demand(self.time, self.clock, self.tripped)
                 self.timing["workload"] += wallclock.perf_counter() - tw
                 if repair is not None and repair.size:
                     self.tripped[repair] = False
+                    self.clock_thermal[repair] = 1.0
                     self.clock[repair] = 1.0
                 self.step(u)
                 if pace is not None:

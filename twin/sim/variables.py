@@ -34,6 +34,7 @@ VARIABLES: dict[str, dict[str, tuple[str, str]]] = {
         "q_liquid": ("W", "heat to liquid"),
         "q_air": ("W", "heat to air (sled exhaust and power-shelf losses)"),
         "throttled": ("1", "fraction of the rack's devices throttled"),
+        "capped": ("1", "fraction of the interval the rack's clocks were capped for a power limit"),
     },
     "sled": {
         "p_dc": ("W", "sled DC power (devices, overhead, fans)"),

@@ -1,0 +1,91 @@
+"""Events and power caps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import SCENARIOS
+from twin.export.dataset import build_tree, summary
+from twin.scenario import load_scenario
+from twin.sim.driver import Simulation
+
+QUICK = SCENARIOS / "quickstart.yaml"
+FULL_LOAD = [{"select": {"kind": ["trn3"]}, "u": 1.0}]
+
+
+def _run(over):
+    sim = Simulation(load_scenario(QUICK, over))
+    sim.run()
+    return sim, build_tree(sim)
+
+
+@pytest.mark.parametrize("failover", [False, True])
+def test_cdu_pump_trip(failover):
+    """A CDU pump trip at full load: without a standby the chips throttle, then trip; with a
+    standby taking over after 10 s they throttle briefly but none reaches its shutdown point."""
+    over = {"time": {"duration": "10 min"}, "workload": FULL_LOAD,
+            "events": [{"at": "60 s", "kind": "cdu_pump_trip", "target": "cdu-1", "failover": failover}],
+            "record": {"device": "1 s", "rack": "1 s"}}
+    sim, tree = _run(over)
+    kpi = summary(sim)
+    flow = tree["cdu"]["flow"].values[:, 0]
+    assert flow[59] > 0 and flow[61] == 0.0
+    if failover:
+        assert flow[75] == pytest.approx(flow[59])
+        assert kpi["devices_tripped"] == 0
+        assert sim.totals.t_die_max < 100.0  # Trn3 shutdown point
+        dev = tree["device"].to_dataset()
+        assert float(dev["clock"].where(dev.kind == "trn3")[-1].min()) == 1.0  # recovered
+    else:
+        assert kpi["devices_tripped"] > 0
+        assert 0 < kpi["time_to_first_throttle_s"] < kpi["time_to_first_trip_s"] < 540
+        dev = tree["device"].to_dataset()
+        assert float(dev["clock"].where(dev.kind == "trn3").min()) < 1.0
+
+
+def test_coolant_flow_loss_on_one_rack_is_cleared():
+    over = {"time": {"duration": "15 min"}, "workload": FULL_LOAD,
+            "events": [{"at": "60 s", "kind": "coolant_flow_loss", "target": "us1-b", "fraction": 0.8,
+                        "duration": "5 min"}],
+            "record": {"rack": "1 s"}}
+    sim, tree = _run(over)
+    ret = tree["rack"]["t_coolant_return"].to_series().unstack()
+    rise = ret["us1-b"] - ret["us1-a"]
+    assert rise.iloc[30] == pytest.approx(0.0, abs=1e-9)       # same before
+    assert rise.iloc[300] > 10.0                                # 1/5 of the flow: ~5× the ΔT
+    assert rise.iloc[-1] == pytest.approx(0.0, abs=0.05)        # cleared and recovered
+
+
+def test_psu_failure_raises_shelf_losses_as_by_hand():
+    """Two of 24 PSUs failed in us1-a: the other 22 carry the load; the loss follows the curve."""
+    over = {"time": {"duration": "2 min"}, "workload": FULL_LOAD,
+            "events": [{"at": "60 s", "kind": "psu_failure", "target": "us1-a", "count": 2}],
+            "record": {"rack": "1 s"}}
+    sim, tree = _run(over)
+    rack = tree["rack"].to_dataset().sel(rack="us1-a")
+    from twin.catalog import load_catalog
+    from twin.power.psu import shelf_input_power
+
+    pts = load_catalog().power_shelves["orv3-hpr-33kw"].efficiency.points
+    loads, etas = np.array([p[0] for p in pts]), np.array([p[1] for p in pts])
+    for t, psus in ((50, 24), (100, 22)):
+        p_dc = float(rack["p_dc"][t])
+        expected = shelf_input_power(np.array([p_dc]), psus * 5500.0, loads, etas)[0]
+        assert float(rack["p_ac"][t]) == pytest.approx(expected, rel=1e-12)
+
+
+def test_rack_power_limit_is_held_by_capping():
+    """A 75 kW limit on racks that draw ~90 kW at full load: the cap governor lowers clocks until
+    the rack sits at the limit (within 1 % after settling) and reports the capped time."""
+    over = {"time": {"duration": "5 min"}, "workload": FULL_LOAD,
+            "halls": [{"name": "h", "rows": [{"name": "r", "racks": [
+                {"name": "us1", "template": "trn3-gen2-ultraserver", "cdu": "cdu-1", "power_limit": "75 kW"}]}]}],
+            "record": {"rack": "1 s", "device": "10 s"}}
+    sim, tree = _run(over)
+    p = tree["rack"]["p_ac"].values
+    assert p[:5].max() > 80e3
+    np.testing.assert_allclose(p[-60:], 75e3, rtol=0.01)
+    assert float(tree["rack"]["capped"][-60:].mean()) == 1.0
+    assert summary(sim)["capped_rack_seconds"] > 0
+    assert float(tree["device"]["clock"][-1].min()) < 1.0
