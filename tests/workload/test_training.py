@@ -190,3 +190,27 @@ def test_trn3_vs_trn2_ratio_stated_in_readme():
     trn3 = bench.perf_per_watt("trn3-training", "10 min")
     assert trn3["iterations"] / trn2["iterations"] == pytest.approx(144 * 2.517 / (64 * 1.299), rel=0.01)
     assert trn3["it_per_kWh"] / trn2["it_per_kWh"] == pytest.approx(1.04, rel=0.03)
+
+
+def test_moe_all_to_all_loads_the_fabric():
+    """MoE training spends part of each iteration in all-to-all: the NeuronSwitches and EFA NICs
+    run at full load then, so their energy rises against dense training of the same timing, by
+    the hand-computed share: Δu = (1.0 − 0.8) over the all-to-all fraction of each iteration."""
+    def network_energy(kind, share):
+        job = {"kind": kind, "name": "t", "devices": {"kind": "trn3"}, "iteration_time": "2 s",
+               "compute_share": 0.6}
+        if share:
+            job["all_to_all_share"] = share
+        over = {"time": {"duration": "4 min"}, "workload": [], "workload_step": "100 ms",
+                "jobs": [job], "record": {"device": "1 s"}}
+        sim, tree = _run(SCENARIOS / "quickstart.yaml", over)
+        dev = tree["device"].to_dataset()
+        net = dev["p"].where(dev.kind.isin(["efa", "neuronswitch"]), drop=True)
+        return float(net.sum()), sim
+    dense, sim = network_energy("training", 0.0)
+    moe, _ = network_energy("moe_training", 0.25)
+    # By hand: in the all-to-all quarter of each iteration the fabric goes from 0.8 to 1.0.
+    n_sleds = 36
+    p_dyn = 2 * _dyn("efa") + _dyn("neuronswitch")
+    expected = n_sleds * p_dyn * (1.0 - 0.8) * 0.25 * 240  # W·s over 4 minutes
+    assert moe - dense == pytest.approx(expected, rel=0.05)

@@ -216,6 +216,7 @@ class TrainingJob(_Strict):
     network_load: Fraction = 0.8
     all_to_all_share: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0
     u_all_to_all: Fraction = 0.3
+    all_to_all_network_load: Fraction = 1.0  # EFA / NeuronSwitch during the all-to-all phase
     host_load: Fraction = 0.3
     tokens_per_iteration: Annotated[float, Field(ge=0)] = 0.0
     checkpoint: Checkpoint | None = None

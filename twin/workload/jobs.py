@@ -177,7 +177,8 @@ class JobSet:
         a2a_end = spec.compute_share + spec.all_to_all_share
         u_acc = np.where(phase < spec.compute_share, spec.u_compute,
                          np.where(phase < a2a_end, spec.u_all_to_all, spec.u_collective))
-        u_net = np.where(phase < spec.compute_share, 0.1, spec.network_load)
+        u_net = np.where(phase < spec.compute_share, 0.1,
+                         np.where(phase < a2a_end, spec.all_to_all_network_load, spec.network_load))
         if spec.checkpoint is not None:
             u_acc = np.where(paused, spec.checkpoint.u, u_acc)
             u_net = np.where(paused, 0.3, u_net)  # checkpoint writes cross the network
