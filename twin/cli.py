@@ -220,25 +220,16 @@ def _raise_interrupt(signum, frame):
 @app.command()
 def validate(scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")]):
     """Check a scenario without running it (exit 0, or 2 with the error)."""
-    from twin.sim.driver import Simulation
+    from twin.scenario.errors import FieldError
+    from twin.sim.build import build_system
+    from twin.workload.engine import Workload
 
     loaded = _load(scenario)
+    system = build_system(loaded.scenario, loaded.catalog)
     try:
-        sim = Simulation.__new__(Simulation)  # build only: layout and workload files
-        from twin.sim.build import build_system
-        from twin.workload.profile import ProfileWorkload
-
-        system = build_system(loaded.scenario, loaded.catalog)
-        ProfileWorkload(loaded.scenario, system, loaded.base)
-    except ScenarioError as exc:
-        _fail(str(exc))
-    except Exception as exc:  # FieldError from the workload
-        from twin.scenario.errors import FieldError
-
-        if isinstance(exc, FieldError):
-            _fail(str(loaded.locate(exc)))
-        raise
-    del sim
+        Workload(loaded.scenario, system, loaded.catalog, loaded.base)  # replay files, job placement
+    except FieldError as exc:
+        _fail(str(loaded.locate(exc)))
     out.print(f"{scenario}: ok — {system.n_racks} racks, {system.sled_name.size} sleds, "
               f"{system.n_devices} devices, {loaded.scenario.time.duration:g} s at "
               f"{loaded.scenario.time.step:g} s steps", highlight=False)

@@ -19,6 +19,11 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from twin.units import QuantityError, parse_quantity
 
 CATALOG_FILE = Path(__file__).with_name("hardware.yaml")
+#: The kinds of catalogue entry, in file order.
+KINDS = (
+    "chips", "sleds", "power_shelves", "racks", "systems", "cdus",
+    "dry_coolers", "cooling_towers", "chillers", "crahs", "pumps", "ups", "transformers",
+)
 
 
 class _Strict(BaseModel):
@@ -71,6 +76,8 @@ Ratio = Annotated[_figure("dimensionless"), AfterValidator(_positive)]
 Flops = Annotated[_figure("flops"), AfterValidator(_positive)]
 Bytes = Annotated[_figure("bytes"), AfterValidator(_positive)]
 Bandwidth = Annotated[_figure("bandwidth"), AfterValidator(_positive)]
+ThermalConductance = Annotated[_figure("thermal_conductance"), AfterValidator(_positive)]
+Energy = Annotated[_figure("energy"), AfterValidator(_positive)]
 
 
 class Count(_Strict):
@@ -187,12 +194,125 @@ class System(Entry):
 
 
 class CDU(Entry):
-    """Coolant distribution unit: liquid-to-liquid heat exchanger and secondary pumps."""
+    """Coolant distribution unit: liquid-to-liquid heat exchanger and secondary pumps.
+
+    The optional figures feed the plant model (:mod:`twin.cooling.facility`); when absent it
+    derives them: ``ua`` = capacity / approach (counterflow with equal heat-capacity rates,
+    where the log-mean temperature difference equals the approach), ``primary_flow`` =
+    ``design_flow``, one duty pump and one standby.
+    """
 
     capacity: Power
     approach: TemperatureDelta  # secondary supply minus facility water supply at design [K]
     design_flow: VolumeFlow
     pump_power: Power  # at design flow [W]
+    ua: ThermalConductance | None = None  # heat-exchanger UA at design flows [W/K]
+    primary_flow: VolumeFlow | None = None  # facility-water flow at design (valve open) [m3/s]
+    secondary_volume: Volume | None = None  # coolant in the CDU, reservoir and row piping [m3]
+    pumps: Count | None = None  # duty pumps N that together give the design flow
+    standby_pumps: Count | None = None  # standby pumps (N+1 → 1)
+
+
+class HeatRejection(Entry):
+    """Outdoor heat rejection unit (one of a bank sharing the facility-water flow).
+
+    Rated: ``capacity`` rejected at ``water_flow`` and full fan speed when the outdoor sink
+    (dry-bulb for a dry cooler, wet-bulb for a tower) is ``design_sink`` and the leaving water
+    is ``approach`` above it. The plant derives the unit's UA from this point (ε-NTU,
+    counterflow) and scales it with air flow as UA ∝ (air flow)^``ua_exponent``.
+    """
+
+    capacity: Power
+    approach: TemperatureDelta  # leaving water minus sink temperature at design [K]
+    design_sink: Temperature  # dry-bulb (dry cooler) or wet-bulb (tower) at the rating [degC]
+    water_flow: VolumeFlow  # at the rating [m3/s]
+    air_flow: VolumeFlow  # at full fan speed [m3/s]
+    fan_power: Power  # at full fan speed [W]
+    ua_exponent: Ratio  # UA ∝ air flow^n (air-side film coefficient) [1]
+
+
+class DryCooler(HeatRejection):
+    """Closed-circuit air-cooled fluid cooler; with ``adiabatic_effectiveness`` a hybrid
+    (adiabatic pre-cooling pads wetted when dry operation cannot hold the set-point)."""
+
+    adiabatic_effectiveness: Ratio | None = None  # (T_db − T_air,in) / (T_db − T_wb) [1]
+    cycles_of_concentration: Ratio | None = None  # pad water bleed [1], > 1
+
+    @model_validator(mode="after")
+    def _adiabatic(self):
+        eff = self.adiabatic_effectiveness
+        if eff is not None and not eff.si < 1:
+            raise ValueError("adiabatic_effectiveness must be below 1")
+        if (eff is None) != (self.cycles_of_concentration is None):
+            raise ValueError("give adiabatic_effectiveness and cycles_of_concentration together")
+        if self.cycles_of_concentration is not None and not self.cycles_of_concentration.si > 1:
+            raise ValueError("cycles_of_concentration must be above 1")
+        return self
+
+
+class CoolingTower(HeatRejection):
+    """Evaporative cooling tower (closed-circuit, or open with the economiser heat exchanger's
+    approach folded into ``approach``)."""
+
+    cycles_of_concentration: Ratio  # [1], > 1
+    latent_fraction: Ratio  # share of the heat rejected by evaporation [1]
+
+    @model_validator(mode="after")
+    def _water(self):
+        if not self.cycles_of_concentration.si > 1:
+            raise ValueError("cycles_of_concentration must be above 1")
+        if not self.latent_fraction.si <= 1:
+            raise ValueError("latent_fraction must not exceed 1")
+        return self
+
+
+class Chiller(Entry):
+    """Vapour-compression chiller: COP = carnot_fraction · T_evap / (T_cond − T_evap), capped."""
+
+    condenser: Literal["air", "water"]
+    capacity: Power  # evaporator capacity [W]
+    carnot_fraction: Ratio  # second-law efficiency [1]
+    cop_max: Ratio | None = None  # cap at low lift [1]
+
+    @model_validator(mode="after")
+    def _fraction(self):
+        if not self.carnot_fraction.si < 1:
+            raise ValueError("carnot_fraction must be below 1")
+        return self
+
+
+class CRAH(Entry):
+    """Computer-room air handler: chilled-water coil and speed-controlled fans."""
+
+    capacity: Power  # sensible cooling at design [W]
+    air_flow: VolumeFlow  # at full fan speed [m3/s]
+    fan_power: Power  # at full fan speed [W]
+    delta_t_air: TemperatureDelta  # air rise through the IT equipment (hot − cold aisle) [K]
+    coil_approach: TemperatureDelta  # supply air minus chilled-water supply [K]
+    delta_t_water: TemperatureDelta  # chilled-water rise through the coil [K]
+
+
+class Pump(Entry):
+    """A variable-speed water pump: design flow and electrical power at design head."""
+
+    design_flow: VolumeFlow
+    power: Power
+
+
+class UPS(Entry):
+    """Uninterruptible power supply: rating, efficiency by mode, optional battery."""
+
+    rating: Power
+    efficiency: Curve  # double conversion
+    efficiency_eco: Curve
+    battery_energy: Energy | None = None  # usable stored energy [J]
+
+
+class Transformer(Entry):
+    """Medium- to low-voltage transformer: rating and efficiency against load."""
+
+    rating: Power
+    efficiency: Curve
 
 
 class Catalog(_Strict):
@@ -204,6 +324,13 @@ class Catalog(_Strict):
     racks: dict[str, Rack] = {}
     systems: dict[str, System] = {}
     cdus: dict[str, CDU] = {}
+    dry_coolers: dict[str, DryCooler] = {}
+    cooling_towers: dict[str, CoolingTower] = {}
+    chillers: dict[str, Chiller] = {}
+    crahs: dict[str, CRAH] = {}
+    pumps: dict[str, Pump] = {}
+    ups: dict[str, UPS] = {}
+    transformers: dict[str, Transformer] = {}
 
     @model_validator(mode="after")
     def _references(self):
@@ -239,7 +366,7 @@ class Catalog(_Strict):
 
     def entries(self):
         """Yield ``(kind, name, entry)`` for every entry."""
-        for kind in ("chips", "sleds", "power_shelves", "racks", "systems", "cdus"):
+        for kind in KINDS:
             for name, entry in getattr(self, kind).items():
                 yield kind, name, entry
 
