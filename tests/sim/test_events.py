@@ -89,3 +89,27 @@ def test_rack_power_limit_is_held_by_capping():
     assert float(tree["rack"]["capped"][-60:].mean()) == 1.0
     assert summary(sim)["capped_rack_seconds"] > 0
     assert float(tree["device"]["clock"][-1].min()) < 1.0
+
+
+def test_cdu_pump_trip_scenarios():
+    """scenarios/cdu-pump-trip*.yaml (first 13 minutes): without failover the racks on cdu-1
+    throttle within seconds, trip, and the job fails (state 3, progress stalls); with failover
+    nothing reaches its shutdown point and the job runs on."""
+    over = {"time": {"duration": "13 min"}}
+    results = {}
+    for name in ("cdu-pump-trip", "cdu-pump-trip-failover"):
+        sim = Simulation(load_scenario(SCENARIOS / f"{name}.yaml", over))
+        sim.run()
+        results[name] = (sim, build_tree(sim), summary(sim))
+    sim, tree, kpi = results["cdu-pump-trip"]
+    assert 0 < kpi["time_to_first_throttle_s"] < kpi["time_to_first_trip_s"] < 60
+    assert kpi["devices_tripped"] > 0
+    state = tree["job"]["state"].values[:, 0]
+    progress = tree["job"]["progress"].values[:, 0]
+    assert state[-1] == 3 and progress[-1] == progress[-60]  # restarting, no progress
+    dev = tree["device"].to_dataset()
+    tripped_racks = set(dev.rack.values[(dev["p"][-1] == 0).values])
+    assert tripped_racks == {"us1-a", "us1-b"}  # only the racks on cdu-1
+    sim, tree, kpi = results["cdu-pump-trip-failover"]
+    assert kpi["devices_tripped"] == 0 and sim.totals.t_die_max < 100.0
+    assert tree["job"]["state"].values[-1, 0] in (1, 2)

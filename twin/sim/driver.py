@@ -444,7 +444,7 @@ class Simulation:
                         self._apply_event(action)
                     self._apply_flows()
                 tw = wallclock.perf_counter()
-                u, repair = self.workload.demand(self.time, self.clock, self.tripped)
+                u, repair = self.workload.demand(self.time, self.clock, self.tripped, self.t_die)
                 self.timing["workload"] += wallclock.perf_counter() - tw
                 if repair is not None and repair.size:
                     self.tripped[repair] = False

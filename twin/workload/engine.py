@@ -41,7 +41,7 @@ class Workload:
         self._next = 0
         self._block_t = 0.0
 
-    def demand(self, t: float, clock: np.ndarray, tripped: np.ndarray):
+    def demand(self, t: float, clock: np.ndarray, tripped: np.ndarray, t_die: np.ndarray | None = None):
         """Utilisation for the sub-steps of the thermal step starting at ``t``.
 
         Returns
@@ -61,5 +61,5 @@ class Workload:
         if self.jobs is None:
             return u, None
         u = u.copy()
-        repair = self.jobs.demand(t, self.h, self.n_sub, clock, tripped, u)
+        repair = self.jobs.demand(t, self.h, self.n_sub, clock, tripped, u, t_die)
         return u, repair

@@ -120,10 +120,12 @@ class JobSet:
 
     # -- stepping -------------------------------------------------------------------------------
     def demand(self, t: float, h: float, n_sub: int, clock: np.ndarray, tripped: np.ndarray,
-               u: np.ndarray) -> np.ndarray:
+               u: np.ndarray, t_die: np.ndarray | None = None) -> np.ndarray:
         """Write the jobs' utilisation for the sub-steps of [t, t+h) into ``u`` (n_sub, devices).
 
-        Returns the mask of devices to be reset (repaired) because their job restarted.
+        Returns the devices to be reset (repaired) because their job restarted. A job restarts
+        only once its devices have cooled below their throttle point (a trip caused by a cooling
+        fault is not cleared while the fault lasts).
         """
         repair = np.zeros(0, dtype=np.int64)
         ts = t + self.h_w * np.arange(n_sub)
@@ -150,7 +152,9 @@ class JobSet:
                 job.progress = job.checkpointed
                 job.restart_until = t + spec.restart_time
             if job.state == RESTARTING:
-                if t >= job.restart_until:
+                cool = t_die is None or bool(
+                    (t_die[job.devices] < self.system.chip["t_throttle"][job.devices]).all())
+                if t >= job.restart_until and cool:
                     job.state = RUNNING
                     repair = np.concatenate([repair, job.devices])
                     if spec.mtbf:
