@@ -164,6 +164,8 @@ def run(
     record: Annotated[Optional[list[str]], typer.Option(
         help="Override a recording interval: GROUP=INTERVAL or GROUP=off (repeatable).")] = None,
     solver: Annotated[str, typer.Option(help="Integrator: fast (exact exponential) or reference (solve_ivp).")] = "fast",
+    openmetrics: Annotated[Optional[Path], typer.Option(
+        "--openmetrics", help="Also write OpenMetrics with timestamps (for promtool tsdb create-blocks-from openmetrics).")] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar on long runs.")] = True,
 ):
     """Run a scenario and write its dataset; print a summary."""
@@ -206,6 +208,11 @@ def run(
         if stream is not None:
             stream.abort()
         raise
+    if openmetrics is not None:
+        import twin
+        from twin.export.openmetrics import write_openmetrics
+
+        write_openmetrics(twin.load(path), openmetrics)
     out.print(_summary_table(summary(sim), path, interrupted))
     if interrupted:
         err.print(f"interrupted at {sim.time:,.0f} s of {sim.n_steps * sim.h:,.0f} s; "

@@ -24,6 +24,7 @@ from twin.export.prometheus import (
     BUILD_INFO_LABELS,
     COUNTERS,
     DEVICE_THRESHOLD,
+    DEVICES_HELP,
     DEVICES_METRIC,
     FINE_GROUPS,
     GROUP_LABELS,
@@ -32,6 +33,7 @@ from twin.export.prometheus import (
     METRICS,
     RUN_METRICS,
     fine_level_enabled,
+    kind_masks,
     kind_reduce,
     metric_help,
     metric_scale,
@@ -162,16 +164,15 @@ def write_openmetrics(tree, path, *, devices: bool | None = None,
             dev = groups.get("device")
             if dev is not None and dev.sizes.get("time", 0):
                 t = _seconds(dev["time"].values)
-                kinds = dev["kind"].values.astype(str)
-                kind_names, counts = np.unique(kinds, return_counts=True)
-                w.family(DEVICES_METRIC, "gauge", "Number of devices of a kind.")
-                for kind, n in zip(kind_names.tolist(), counts.tolist()):
-                    w.series(DEVICES_METRIC, _labelset(("kind",), (kind,)), t, np.full(t.size, float(n)))
+                masks = kind_masks(dev["kind"].values)
+                w.family(DEVICES_METRIC, "gauge", DEVICES_HELP)
+                for kind, mask in masks.items():
+                    w.series(DEVICES_METRIC, _labelset(("kind",), (kind,)), t, np.full(t.size, float(mask.sum())))
                 for s in KIND_SUMMARIES:
                     if s.variable not in dev:
                         continue
                     w.family(s.name, "gauge", s.help)
-                    reduced = kind_reduce(np.asarray(dev[s.variable].values, dtype=float), kinds, s.reduce)
+                    reduced = kind_reduce(np.asarray(dev[s.variable].values, dtype=float), masks, s.reduce)
                     for kind, v in reduced.items():
                         w.series(s.name, _labelset(("kind",), (kind,)), t, v)
             fh.write("# EOF\n")

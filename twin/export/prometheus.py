@@ -172,6 +172,7 @@ BUILD_INFO_LABELS = ("version", "scenario", "solver")
 
 #: Number of devices per kind (constant over a run).
 DEVICES_METRIC = "twin_devices"
+DEVICES_HELP = "Number of devices of a kind."
 
 #: twin device variable → (DCGM field name, scale, help) for NVIDIA GPUs (dcgm-exporter names).
 #: ``None`` scale on the clock means "× the chip's maximum SM clock in MHz" (:data:`SM_CLOCK_MHZ`).
@@ -209,20 +210,16 @@ def fine_level_enabled(n_entities: int, devices: bool | None, threshold: int = D
     return bool(devices)
 
 
-def kind_reduce(values: np.ndarray, kinds: np.ndarray, how: str) -> dict[str, np.ndarray]:
+def kind_masks(kinds: np.ndarray) -> dict[str, np.ndarray]:
+    """Device kind → boolean mask over the devices, kinds in sorted order."""
+    kinds = np.asarray(kinds).astype(str)
+    return {str(k): kinds == k for k in np.unique(kinds)}
+
+
+def kind_reduce(values: np.ndarray, masks: dict[str, np.ndarray], how: str) -> dict[str, np.ndarray]:
     """Reduce ``values`` (..., devices) over the devices of each kind → {kind: (...)}."""
-    out = {}
-    for kind in sorted(set(kinds.tolist())):
-        sel = values[..., kinds == kind]
-        if how == "sum":
-            out[kind] = sel.sum(axis=-1)
-        elif how == "max":
-            out[kind] = sel.max(axis=-1)
-        elif how == "mean":
-            out[kind] = sel.mean(axis=-1)
-        else:  # pragma: no cover - table entries are fixed
-            raise ValueError(f"unknown reduction {how!r}")
-    return out
+    reduce = {"sum": np.sum, "max": np.max, "mean": np.mean}[how]
+    return {kind: reduce(values[..., mask], axis=-1) for kind, mask in masks.items()}
 
 
 def system_labels(sim) -> dict[str, dict[str, np.ndarray]]:
@@ -320,7 +317,7 @@ class TwinCollector(Collector):
             labels = system_labels(sim)
             self._labels = {
                 "tuples": {g: label_tuples(labels[g], g) for g in GROUP_LABELS},
-                "kinds": sim.system.device_kind.astype(str),
+                "kinds": kind_masks(sim.system.device_kind),
                 "dcgm": dcgm_labels(sim) if self.dcgm else None,
             }
             self._labels_sim = sim
@@ -370,10 +367,10 @@ class TwinCollector(Collector):
                 fam.add_metric(lab, v)
             yield fam
 
-        kinds = tables["kinds"]
-        fam = GaugeMetricFamily(DEVICES_METRIC, "Number of devices of a kind.", labels=("kind",))
-        for kind, n in zip(*np.unique(kinds, return_counts=True)):
-            fam.add_metric((str(kind),), float(n))
+        masks = tables["kinds"]
+        fam = GaugeMetricFamily(DEVICES_METRIC, DEVICES_HELP, labels=("kind",))
+        for kind, mask in masks.items():
+            fam.add_metric((kind,), float(mask.sum()))
         yield fam
         dev = latest.get("device")
         if dev is not None:
@@ -381,7 +378,7 @@ class TwinCollector(Collector):
                 if s.variable not in dev:
                     continue
                 fam = GaugeMetricFamily(s.name, s.help, labels=("kind",))
-                for kind, v in kind_reduce(dev[s.variable], kinds, s.reduce).items():
+                for kind, v in kind_reduce(dev[s.variable], masks, s.reduce).items():
                     fam.add_metric((kind,), float(v))
                 yield fam
 

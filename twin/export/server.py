@@ -30,7 +30,7 @@ from typing import Annotated
 
 import typer
 
-#: Default port of the exporter (free in the Prometheus default-port allocation list).
+#: Default port of the exporter.
 DEFAULT_PORT = 9808
 #: Exit code when the simulation thread fails (a bug, not bad input).
 EXIT_RUN_FAILED = 1
