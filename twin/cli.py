@@ -133,11 +133,14 @@ def _summary_table(kpi: dict, path: Path | None, interrupted: bool) -> Table:
         name = key[4:-len("_iterations")]
         def get(suffix, _name=name):
             return kpi.get(f"job_{_name}_{suffix}", float("nan"))
-        line = f"{get('iterations'):,.0f} it"
+        unit = "requests" if kpi.get(f"job_{name}_kind") == "inference" else "it"
+        line = f"{get('iterations'):,.0f} {unit}"
         if get("tokens") > 0:
             ept = get("energy_per_token_J")
             ept_text = f"{ept:,.3g} J/token" if ept >= 1 else f"{ept * 1e3:,.3g} mJ/token"
-            line += f", {get('tokens') / 1e9:,.2f} G tokens, {ept_text}"
+            tok = get("tokens")
+            tok_text = f"{tok / 1e9:,.2f} G" if tok >= 1e9 else f"{tok / 1e6:,.2f} M" if tok >= 1e6 else f"{tok:,.0f}"
+            line += f", {tok_text} tokens, {ept_text}"
             if f"job_{name}_cost_per_million_tokens" in kpi:
                 line += f", {get('cost_per_million_tokens'):.4f}/M tokens"
         elif get("iterations") > 0:
@@ -346,6 +349,12 @@ def catalog(name: Annotated[Optional[str], typer.Argument(help="Entry to show in
 
 from twin.export.server import serve as _serve  # noqa: E402
 app.command(name="serve")(_serve)
+from twin.sweep.run import sweep_command as _sweep  # noqa: E402
+app.command(name="sweep")(_sweep)
+from twin.sweep.capacity import capacity_command as _capacity  # noqa: E402
+app.command(name="capacity")(_capacity)
+from twin.report.plots import report_command as _report  # noqa: E402
+app.command(name="report")(_report)
 
 
 def main():

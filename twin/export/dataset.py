@@ -106,6 +106,7 @@ def summary(sim) -> dict[str, float | int]:
             kpi.update(job_kpis(job.spec.name, job.energy, job.progress, job.tokens, per_joule, price))
             kpi[f"job_{job.spec.name}_throttle_loss_s"] = job.throttle_loss
             kpi[f"job_{job.spec.name}_failures"] = job.failures
+            kpi[f"job_{job.spec.name}_kind"] = job.spec.kind
     return kpi
 
 

@@ -22,6 +22,7 @@ _EXAMPLE = {
     "volume_flow": "1.5 L/min",
     "price": "0.08 USD/kWh",
     "power_rate": "200 W/s",
+    "rate": "2.5 1/s",
 }
 
 
@@ -233,6 +234,53 @@ class TrainingJob(_Strict):
         return self
 
 
+class ModelSpec(_Strict):
+    """The served model: size, weight format and KV cache per token."""
+
+    params: Annotated[float, Field(gt=0)]  # parameters, e.g. 70e9
+    bytes_per_param: Annotated[float, Field(gt=0)] = 1.0  # FP8 weights
+    kv_bytes_per_token: Annotated[float, Field(ge=0)] = 163840.0  # e.g. 80 layers × 8 KV heads × 128 × 2 × FP8
+
+
+class Arrivals(_Strict):
+    """Poisson request arrivals: a constant rate, or 24 hourly multipliers of ``rate``."""
+
+    rate: _quantity("rate", positive=True)
+    daily_profile: Annotated[list[Annotated[float, Field(ge=0)]], Field(min_length=24, max_length=24)] | None = None
+
+
+class InferenceJob(_Strict):
+    """LLM serving: requests from a trace (Azure LLM trace format) or Poisson arrivals, served by
+    replicas of ``replica_size`` chips with continuous batching; prefill is compute-bound and
+    decode memory-bound (roofline on the chips' catalogue FLOPS and HBM bandwidth)."""
+
+    kind: Literal["inference"]
+    name: Name
+    devices: DeviceRequest
+    start: Instant = 0.0
+    replica_size: Annotated[int, Field(ge=1)] = 1
+    model: ModelSpec
+    trace: str | None = None  # CSV path (relative to the scenario) or "azure-code" (bundled)
+    arrivals: Arrivals | None = None
+    time_scale: Annotated[float, Field(gt=0)] = 1.0  # >1 replays the trace faster
+    mfu: Annotated[float, Field(gt=0, le=1)] = 0.5
+    mbu: Annotated[float, Field(gt=0, le=1)] = 0.7
+    max_batch_size: Annotated[int, Field(ge=1)] = 64
+    max_prefill_tokens: Annotated[float, Field(gt=0)] = 8192.0
+    u_decode: tuple[Fraction, Fraction] = (0.2, 0.45)
+    network_load: Fraction = 0.2
+    host_load: Fraction = 0.2
+
+    @model_validator(mode="after")
+    def _source(self):
+        if (self.trace is None) == (self.arrivals is None):
+            raise ValueError("give exactly one of 'trace' or 'arrivals'")
+        if self.devices.count is not None and self.devices.count % self.replica_size:
+            raise ValueError(f"devices.count ({self.devices.count}) must be a multiple of "
+                             f"replica_size ({self.replica_size})")
+        return self
+
+
 class CpuJob(_Strict):
     """Batch work on CPUs (data preparation, preprocessing) following a utilisation profile."""
 
@@ -316,7 +364,7 @@ class Scenario(_Strict):
     halls: Annotated[list[Hall], Field(min_length=1)]
     workload: list[WorkloadRule] = []
     workload_step: Duration | None = None  # finer than time.step for sub-second power (default: the step)
-    jobs: list[Annotated[TrainingJob | CpuJob, Field(discriminator="kind")]] = []
+    jobs: list[Annotated[TrainingJob | InferenceJob | CpuJob, Field(discriminator="kind")]] = []
     events: list[Event] = []
     record: Record = Record()
     output: str | None = None

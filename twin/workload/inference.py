@@ -29,6 +29,9 @@ EMPTY, PREFILL, DECODE = 0, 1, 2
 #: Output tokens left below which a sequence counts as finished [tokens] (decode is tracked in
 #: fractional steps; this absorbs rounding only).
 _DONE_TOKENS = 1e-9
+#: Decode-step counter above which a replica's counters are shifted back to 0, so that fractional
+#: steps keep their precision [1].
+_K_REBASE = 65536.0
 #: Guard against a scheduling bug looping for ever within one step.
 _MAX_EVENTS_PER_STEP = 1_000_000
 
@@ -139,8 +142,8 @@ def decode_step_time(batch_size, params_bytes, kv_bytes_per_token, context_token
     with W the weight bytes, b the batch size, c̄ the mean context and kv the KV bytes per token.
     Each step reads every weight once for the whole batch and each sequence's KV cache once.
     Valid while the step's 2 · N · b FLOPs take less time than this read, i.e. for b below the
-    ridge point (F_peak · MFU · W) / (2 · N · B_HBM · MBU) — about 180 sequences for an FP8 model on
-    a 2.517 PFLOP/s, 4.9 TB/s chip at MFU 0.5 and MBU 0.7 [1]_, [2]_.
+    ridge point (F_peak · MFU · W) / (2 · N · B_HBM · MBU) — about 180 sequences for an FP8
+    model on a 2.517 PFLOP/s, 4.9 TB/s chip at MFU 0.5 and MBU 0.7 [1]_, [2]_.
 
     References
     ----------
@@ -229,8 +232,8 @@ def decode_steps(duration, batch_size, params_bytes, kv_bytes_per_token, context
 
     Notes
     -----
-    The positive root of a·k² + β·k − R·T = 0 with a = kv·b/2, β = W + kv·b·(c̄ − 1/2) and
-    R = B_HBM·MBU, in the cancellation-free form k = 2RT / (β + √(β² + 4aRT)).
+    The positive root of a·k² + β·k − R·T = 0 with a = kv·b/2, β = W + kv·b·(c̄ − 1/2)
+    and R = B_HBM·MBU, in the cancellation-free form k = 2RT / (β + √(β² + 4aRT)).
     """
     b = np.asarray(batch_size, dtype=float)
     rt = np.asarray(duration, dtype=float) * hbm_bandwidth * mbu
@@ -277,10 +280,14 @@ class PoolStep(NamedTuple):
 
 
 def _positive(name, value, shape=()):
-    arr = np.broadcast_to(np.asarray(value, dtype=float), shape) if shape else np.asarray(value, float)
+    """``value`` as a float (or an array of ``shape``), checked finite and > 0."""
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim and arr.shape != shape:
+        numbers = f" or {shape[0]} numbers" if shape else ""
+        raise ValueError(f"InferencePool: {name} must be a number{numbers}, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
         raise ValueError(f"InferencePool: {name} must be finite and > 0, got {value}")
-    return arr.copy() if shape else float(arr)
+    return np.broadcast_to(arr, shape).copy() if shape else float(arr)
 
 
 class InferencePool:
@@ -303,11 +310,9 @@ class InferencePool:
     hbm_bandwidth : float or ndarray, shape (n_replicas,)
         HBM bandwidth of one replica (all its chips) [B/s].
     mfu : float, optional
-        Model FLOPs utilisation in prefill [1]. Default 0.5 (estimate; 40–60 % is commonly
-        reported for large-batch prefill).
+        Model FLOPs utilisation in prefill [1]. Default 0.5 (estimate).
     mbu : float, optional
-        Model bandwidth utilisation in decode [1]. Default 0.7 (estimate; 60–80 % is commonly
-        reported).
+        Model bandwidth utilisation in decode [1]. Default 0.7 (estimate).
     max_batch_size : int, optional
         Sequences a replica holds at once (prefilling or decoding) [1]. Default 64.
     max_prefill_tokens : float, optional
@@ -330,13 +335,14 @@ class InferencePool:
 
     Notes
     -----
-    *Schedule* (as in Orca [3]_ and vLLM [4]_, prefill first). Arriving requests join one FIFO
-    queue. A replica with free slots that is not prefilling admits queued requests — one per
-    replica per round, the replica that can start earliest (then the least loaded) first, up to
-    its free slots and ``max_prefill_tokens`` — and prefills them as one batch, which pauses its
-    decoding. The prefill yields each request's first token (time to first token). The replica
-    then decodes all its sequences together, one token each per step, until one finishes, a
-    request arrives while it has a free slot, or the time step ends.
+    *Schedule* (continuous batching as in Orca [3]_ and vLLM [4]_, prefill first). Arriving
+    requests join one FIFO queue and leave it in order, each to the replica that can start it
+    earliest (ties: the least loaded). A replica with free slots that is not prefilling admits
+    what has arrived — up to its free slots and ``max_prefill_tokens`` per batch; replicas free
+    at the same instant take turns — and prefills the batch, which pauses its decoding. The
+    prefill yields each request's first token (time to first token). Otherwise the replica
+    decodes all its sequences together, one token each per step, until one finishes, a request
+    arrives for a free slot, or the time step ends.
 
     *Service* (roofline; see :func:`prefill_time` and :func:`decode_step_time`). At relative
     clock f a replica prefills at f · F_peak · MFU / (2N) tokens/s and decodes with step time
@@ -344,8 +350,10 @@ class InferencePool:
     :func:`decode_time`; steps are tracked as fractions within a time step.
 
     *Time*. Within :meth:`advance` each replica runs its own event clock through the step (events:
-    prefill done, a sequence done, an arrival); the loop is over events, vectorised over replicas
-    and their sequences, never over requests. Utilisation is the time-weighted mean over the step.
+    prefill done, a sequence done, an arrival); replicas wait for each other only where they
+    compete for queued requests, so admissions happen in time order. The loop is over events,
+    vectorised over replicas and their sequences, never over requests. Utilisation is the
+    time-weighted mean over the step. Arrivals in [t0, t0 + dt) belong to the step.
 
     Not modelled: KV-cache capacity limits on the batch, chunked prefill, the compute floor of
     decode at very large batches, speculative decoding, prefix caching.
@@ -368,16 +376,19 @@ class InferencePool:
                  u_prefill: float = 1.0, u_decode: tuple[float, float] = (0.2, 0.45),
                  requests: pd.DataFrame | None = None, t_start: float = 0.0):
         if int(n_replicas) != n_replicas or n_replicas < 1:
-            raise ValueError(f"InferencePool: n_replicas must be a whole number >= 1, got {n_replicas}")
+            raise ValueError("InferencePool: n_replicas must be a whole number >= 1, "
+                             f"got {n_replicas}")
         if int(max_batch_size) != max_batch_size or max_batch_size < 1:
-            raise ValueError(f"InferencePool: max_batch_size must be a whole number >= 1, got {max_batch_size}")
+            raise ValueError("InferencePool: max_batch_size must be a whole number >= 1, "
+                             f"got {max_batch_size}")
         R = self.n_replicas = int(n_replicas)
         B = self.max_batch_size = int(max_batch_size)
         self.params = _positive("params", params)
         self.params_bytes = _positive("params_bytes", params_bytes)
         kv = float(kv_bytes_per_token)
         if not np.isfinite(kv) or kv < 0:
-            raise ValueError(f"InferencePool: kv_bytes_per_token must be finite and >= 0, got {kv_bytes_per_token}")
+            raise ValueError("InferencePool: kv_bytes_per_token must be finite and >= 0, "
+                             f"got {kv_bytes_per_token}")
         self.kv_bytes_per_token = kv
         self.flops_peak = _positive("flops_peak", flops_peak, (R,))
         self.hbm_bandwidth = _positive("hbm_bandwidth", hbm_bandwidth, (R,))
@@ -387,8 +398,8 @@ class InferencePool:
         self.u_prefill = float(u_prefill)
         lo, hi = (float(x) for x in u_decode)
         if not (0 <= self.u_prefill <= 1 and 0 <= lo <= 1 and 0 <= hi <= 1):
-            raise ValueError(f"InferencePool: utilisations must be in 0..1, got u_prefill={u_prefill}, "
-                             f"u_decode={u_decode}")
+            raise ValueError("InferencePool: utilisations must be in 0..1, "
+                             f"got u_prefill={u_prefill}, u_decode={u_decode}")
         self.u_decode = (lo, hi)
         # Full-clock service rates per replica.
         self._prefill_rate = self.flops_peak * self.mfu / (FLOPS_PER_PARAM_PER_TOKEN * self.params)
@@ -456,15 +467,15 @@ class InferencePool:
         p = np.asarray(prompt_tokens, dtype=float).ravel()
         o = np.asarray(output_tokens, dtype=float).ravel()
         if not a.size == p.size == o.size:
-            raise ValueError(f"InferencePool.submit: arrival, prompt_tokens, output_tokens differ in "
-                             f"length ({a.size}, {p.size}, {o.size})")
+            raise ValueError("InferencePool.submit: arrival, prompt_tokens, output_tokens differ "
+                             f"in length ({a.size}, {p.size}, {o.size})")
         if a.size == 0:
             return
         last = self._cols["arrival"][self._n - 1] if self._n else -np.inf
         if not (np.all(np.isfinite(a)) and np.all(np.diff(a) >= 0) and a[0] >= last):
-            raise ValueError("InferencePool.submit: arrivals must be finite, non-decreasing and not "
-                             f"before the last submitted arrival ({last} s)")
-        if not (np.all(np.isfinite(p)) and np.all(np.isfinite(o)) and p.min() >= 0 and o.min() >= 0):
+            raise ValueError("InferencePool.submit: arrivals must be finite, non-decreasing and "
+                             f"not before the last submitted arrival ({last} s)")
+        if not (np.isfinite(p).all() and np.isfinite(o).all() and p.min() >= 0 and o.min() >= 0):
             raise ValueError("InferencePool.submit: token counts must be finite and >= 0")
         need = self._n + a.size
         if need > self._cols["arrival"].size:
@@ -506,14 +517,17 @@ class InferencePool:
                              f"{self.t} s (steps must follow each other)")
         if not dt > 0:
             raise ValueError(f"InferencePool.advance: dt must be > 0 s, got {dt}")
-        c = np.broadcast_to(np.asarray(clock, dtype=float), (R,))
-        if not (np.isfinite(c).all() and c.min() >= 0):
-            raise ValueError("InferencePool.advance: clocks must be finite and >= 0")
+        c = np.asarray(clock, dtype=float)
+        c = np.full(R, float(c)) if c.ndim == 0 else c
+        if c.shape != (R,) or not (np.isfinite(c).all() and c.min() >= 0):
+            raise ValueError(f"InferencePool.advance: clock must be a number or {R} numbers, "
+                             "finite and >= 0")
         t0 = self.t
         t_end = t0 + dt
         arrival = self._cols["arrival"]
-        n_arrived_before = int(np.searchsorted(arrival[: self._n], t0, side="right"))
-        n_arr_end = int(np.searchsorted(arrival[: self._n], t_end, side="right"))
+        # A step owns the arrivals in [t0, t0 + dt).
+        n_arrived_before = int(arrival[: self._n].searchsorted(t0, side="left"))
+        n_arr_end = int(arrival[: self._n].searchsorted(t_end, side="left"))
         done_before = self._n_done
 
         prefill_rate = c * self._prefill_rate  # [tokens/s]
@@ -530,79 +544,88 @@ class InferencePool:
 
         A = np.arange(R)
         for _ in range(_MAX_EVENTS_PER_STEP):
-            if self._head < n_arr_end:
-                self._admit(A, tau, c, n_arr_end)
             tA = tau[A]
+            queued = self._head < n_arr_end  # a request arrives (or waits) within the step
+            if queued and arrival[self._head] <= tA.max():
+                self._admit(A, tau, c, n_arr_end)
+                queued = self._head < n_arr_end
             rem = t_end - tA
+            seg = rem.copy()
             pf = self._prefilling[A]
+            pf_any = np.count_nonzero(pf)
             b = self._n_dec[A]
             # Prefill: time to finish the current batch.
-            T_pf = np.full(A.size, np.inf)
-            if pf.any():
-                m = pf & (prefill_rate[A] > 0)
-                T_pf[m] = self._prefill_left[A[m]] / prefill_rate[A[m]]
+            if pf_any:
+                rows = A[pf]
+                pr = prefill_rate[rows]
+                pl = self._prefill_left[rows]
+                T_pf = np.divide(pl, pr, out=np.full(rows.size, np.inf), where=pr > 0)
+                seg[pf] = np.minimum(rem[pf], T_pf)
             # Decode: time until the first sequence finishes.
-            dec = ~pf & (b > 0)
-            T_dec = np.full(A.size, np.inf)
-            if dec.any():
-                kstar = self._kend_min[A] - K[A]
-                rr = read_rate[A]
-                md = dec & (rr > 0)
-                T_dec[md] = decode_time(kstar[md], b[md], W, kv, self._ctx_sum[A[md]] / b[md],
+            dec = (b > 0) & ~pf
+            dec_any = np.count_nonzero(dec)
+            if dec_any:
+                drows = A[dec]
+                bd = b[dec]
+                kstar = self._kend_min[drows] - K[drows]
+                rr = read_rate[drows]
+                T_dec = np.full(drows.size, np.inf)
+                md = rr > 0
+                T_dec[md] = decode_time(kstar[md], bd[md], W, kv, self._ctx_sum[drows[md]] / bd[md],
                                         rr[md], 1.0)
-            seg = np.minimum(rem, np.minimum(T_pf, T_dec))
-            # Arrivals: replicas with a free slot stop at the next arrival (at once if a request
-            # already waits) — only as many as there are arrivals left in the step, best first.
+                seg[dec] = np.minimum(seg[dec], T_dec)
+            # Arrivals: replicas with a free slot stop at an arrival (at once if a request already
+            # waits). The best placed (earliest, then least loaded) watches the queue head, the
+            # next one the request after it, and so on for the arrivals left in the step.
             new_tau = tA + seg
-            if self._head < n_arr_end:
-                a_head = arrival[self._head]
-                idx = np.flatnonzero((self._n_occ[A] < B) & ~pf & (c[A] > 0))
-                alert = n_arr_end - self._head + 1
-                if idx.size > alert:
-                    key = np.maximum(tA[idx], a_head)
-                    idx = idx[np.lexsort((self._n_occ[A[idx]], key))[:alert]]
-                T_arr = np.maximum(a_head - tA[idx], 0.0)
-                hit = T_arr <= seg[idx]
-                idx = idx[hit]
-                seg[idx] = T_arr[hit]
-                new_tau[idx] = np.maximum(tA[idx] + T_arr[hit], a_head)  # exactly at the arrival
+            if queued:
+                idx = ((self._n_occ[A] < B) & ~pf & (c[A] > 0)).nonzero()[0]
+                if idx.size:
+                    n_next = n_arr_end - self._head
+                    if idx.size > 1:
+                        key = np.maximum(tA[idx], arrival[self._head])
+                        idx = idx[np.lexsort((self._n_occ[A[idx]], key))[:n_next]]
+                    a_next = arrival[self._head: self._head + idx.size]
+                    idx = idx[: a_next.size]
+                    T_arr = np.maximum(a_next - tA[idx], 0.0)
+                    hit = T_arr <= seg[idx]
+                    idx = idx[hit]
+                    seg[idx] = T_arr[hit]
+                    new_tau[idx] = np.maximum(tA[idx] + T_arr[hit], a_next[hit])  # exactly then
             end = seg >= rem
             new_tau[end] = t_end
             tau[A] = new_tau
 
             # Prefill progress.
-            fin_pf = pf & (seg >= T_pf)
-            if pf.any():
-                rows = A[pf]
-                pl = self._prefill_left[rows]
-                done_tokens = np.where(fin_pf[pf], pl, np.minimum(seg[pf] * prefill_rate[rows], pl))
+            if pf_any:
+                sp = seg[pf]
+                fin = sp >= T_pf
+                done_tokens = np.where(fin, pl, np.minimum(sp * pr, pl))
                 self._prefill_left[rows] = pl - done_tokens
                 tok_p[rows] += done_tokens
-                t_prefill[rows] += seg[pf]
+                t_prefill[rows] += sp
+                if np.count_nonzero(fin):
+                    done_pf = rows[fin]
+                    tok_o += self._first_tokens(done_pf, tau)
             # Decode progress: k steps for every decoding sequence of the replica.
-            fin_dec = dec & (seg >= T_dec)
-            if dec.any():
-                rows = A[dec]
-                bd = b[dec]
-                k = kstar[dec]
-                part = ~fin_dec[dec]
-                if part.any():
-                    rp = rows[part]
-                    k[part] = np.minimum(k[part], decode_steps(
-                        seg[dec][part], bd[part], W, kv, self._ctx_sum[rp] / bd[part],
-                        read_rate[rp], 1.0))
-                K[rows] += k
-                done_rows = rows[~part]
-                K[done_rows] = self._kend_min[done_rows]  # exact, so the finished slot hits 0
-                self._ctx_sum[rows] += k * bd
-                tok_o[rows] += k * bd
-                u_dec_time[rows] += seg[dec] * (lo + level_slope * (bd - 1))
-            # Events: first tokens, then finished sequences.
-            if fin_pf.any():
-                tok_o += self._first_tokens(A[fin_pf], tau)
-            ev = fin_pf | fin_dec
-            if ev.any():
-                self._finish(A[ev], tau)
+            if dec_any:
+                sd = seg[dec]
+                fin = sd >= T_dec
+                k = kstar.copy()
+                part = ~fin
+                if np.count_nonzero(part):
+                    rp = drows[part]
+                    k[part] = np.minimum(kstar[part], decode_steps(
+                        sd[part], bd[part], W, kv, self._ctx_sum[rp] / bd[part], read_rate[rp],
+                        1.0))
+                K[drows] += k
+                self._ctx_sum[drows] += k * bd
+                tok_o[drows] += k * bd
+                u_dec_time[drows] += sd * (lo + level_slope * (bd - 1))
+                if np.count_nonzero(fin):
+                    done_dec = drows[fin]
+                    K[done_dec] = self._kend_min[done_dec]  # exact, so the finished slot hits 0
+                    self._finish(done_dec, tau)
             A = A[~end]
             if A.size == 0:
                 break
@@ -613,9 +636,10 @@ class InferencePool:
         self.t = t_end
         self.tokens_generated += float(tok_o.sum())
         self.prompt_tokens_processed += float(tok_p.sum())
+        running = c > 0  # a stalled replica does no work
         return PoolStep(
-            u_prefill=t_prefill * (self.u_prefill / dt),
-            u_decode=u_dec_time / dt,
+            u_prefill=np.where(running, t_prefill * (self.u_prefill / dt), 0.0),
+            u_decode=np.where(running, u_dec_time / dt, 0.0),
             prompt_tokens=tok_p,
             output_tokens=tok_o,
             arrived=n_arr_end - n_arrived_before,
@@ -624,30 +648,60 @@ class InferencePool:
         )
 
     def _admit(self, A, tau, c, n_arrived) -> None:
-        """Move queued requests into free slots of ready replicas (vectorised, FIFO)."""
+        """Move queued requests into free slots of ready replicas, in time order (vectorised).
+
+        Requests leave the queue in FIFO order, each to the earliest free slot: replica r, at its
+        own time τ_r, takes request j if j has arrived (a_j ≤ τ_r) and no replica could start it
+        earlier — either j arrives just then (τ_r = a_j; a replica that reaches the arrival
+        first gets it) or r is the furthest behind of the running replicas (τ_r = min τ), so
+        none of them can free a slot sooner. Replicas at one instant share the queue round by
+        round (least loaded first), each up to its free slots and ``max_prefill_tokens``. What
+        cannot be admitted now waits for a later event.
+        """
         B = self.max_batch_size
         cols = self._cols
+        arrival = cols["arrival"]
         occ = self._n_occ[A]
-        ok = (occ < B) & ~self._prefilling[A] & (c[A] > 0)
+        running = c[A] > 0
+        ok = (occ < B) & ~self._prefilling[A] & running
         if not ok.any():
             return
         el, occ = A[ok], occ[ok]
         t_el = tau[el]
         head = self._head
-        hi = min(n_arrived, int(np.searchsorted(cols["arrival"][:n_arrived], t_el.max(), "right")))
+        hi = min(n_arrived, int(arrival[:n_arrived].searchsorted(t_el.max(), "right")))
         m = hi - head
         if m <= 0:
             return
-        # The replica that can start the head request earliest first, then the least loaded.
-        order = np.lexsort((occ, np.maximum(t_el, cols["arrival"][head])))
-        el, t_el, free = el[order], t_el[order], B - occ[order]
-        rounds = min(int(free.max()), m)
-        k, i = np.nonzero(np.arange(rounds)[:, None] < free[None, :])  # round by round
-        take = min(m, k.size)
-        k, i = k[:take], i[:take]
-        j = head + np.arange(take)
-        fits = cols["arrival"][j] <= t_el[i]
-        if take > el.size:  # several requests per replica: keep each batch's prompt tokens in bounds
+        t_min = tau[A[running]].min()
+        if el.size > 1:
+            order = np.lexsort((occ, t_el))
+            el, t_el, occ = el[order], t_el[order], occ[order]
+        # Slots in time order: per instant, round by round (each replica's first, then second...).
+        rounds = min(int((B - occ).max()), m)
+        if rounds == 1:
+            i = np.arange(el.size)
+            k = np.zeros(el.size, dtype=np.int64)
+        else:
+            k, i = np.nonzero(np.arange(rounds)[:, None] < (B - occ)[None, :])
+            if t_el[-1] > t_el[0]:
+                instant = np.r_[0, np.cumsum(t_el[1:] != t_el[:-1])]
+                s = np.lexsort((i, k, instant[i]))
+                k, i = k[s], i[s]
+        t_slot = t_el[i]
+        # Request n takes the first slot after request n − 1's whose time is ≥ its arrival (q_n):
+        # p_n = max(p_(n−1) + 1, q_n), i.e. p_n = n + max over n' ≤ n of (q_n' − n').
+        a_j = arrival[head:hi]
+        n = np.arange(m)
+        p = n + np.maximum.accumulate(t_slot.searchsorted(a_j, "left") - n)
+        take = int(np.count_nonzero(p < t_slot.size))
+        if take == 0:
+            return
+        p, a_j = p[:take], a_j[:take]
+        j = head + n[:take]
+        k, i, t_i = k[p], i[p], t_slot[p]
+        fits = (t_i == a_j) | (t_i == t_min)
+        if k.max() > 0:  # several requests per replica: keep each batch's prompt tokens in bounds
             tokens = cols["prompt"][j]
             s = np.argsort(i, kind="stable")
             g = i[s]
@@ -657,15 +711,15 @@ class InferencePool:
             batch = np.empty(take)
             batch[s] = csum - before[np.cumsum(first) - 1]
             fits &= (k == 0) | (batch <= self.max_prefill_tokens)
-        bad = np.flatnonzero(~fits)
-        cut = int(bad[0]) if bad.size else take
+        cut = take if fits.all() else int(np.argmin(fits))
         if cut == 0:
             return
         k, reps, j = k[:cut], el[i[:cut]], j[:cut]
         # The k-th empty slot of each chosen replica.
         empty = self._req[reps] < 0
-        rank = np.cumsum(empty, axis=1) - 1
-        slot = np.argmax(empty & (rank == k[:, None]), axis=1)
+        if k.max() > 0:
+            empty &= np.cumsum(empty, axis=1) - 1 == k[:, None]
+        slot = np.argmax(empty, axis=1)
         self._req[reps, slot] = j
         self._phase[reps, slot] = PREFILL
         prompt = cols["prompt"][j]
@@ -697,41 +751,51 @@ class InferencePool:
         out = cols["output"][req]
         gen = np.minimum(out, 1.0)  # none for a request with no output
         K = self._K[reps]
+        ctx0 = cols["prompt"][req] + gen
+        kend = K + (out - gen)
         self._k0[reps, s] = K
-        self._ctx0[reps, s] = cols["prompt"][req] + gen
-        self._kend[reps, s] = K + (out - gen)
+        self._ctx0[reps, s] = ctx0
+        self._kend[reps, s] = kend
         self._phase[reps, s] = DECODE
         self._prefilling[rows] = False
         self._prefill_left[rows] = 0.0
         self._prefill_batch[rows] = 0.0
-        self._refresh(rows)
-        return np.bincount(reps, weights=gen, minlength=self.n_replicas)
+        n = self.n_replicas
+        self._n_dec += np.bincount(reps, minlength=n)
+        self._ctx_sum += np.bincount(reps, weights=ctx0, minlength=n)
+        np.minimum.at(self._kend_min, reps, kend)
+        if np.count_nonzero(out == gen):  # a single output token: finished already
+            self._finish(np.unique(reps[out == gen]), tau)
+        return np.bincount(reps, weights=gen, minlength=n)
 
     def _finish(self, rows, tau) -> None:
-        """Free the slots of finished sequences in ``rows``."""
-        rows = rows[self._kend_min[rows] - self._K[rows] <= _DONE_TOKENS]
-        if rows.size == 0:
-            return
+        """Free the slots of the finished sequences of ``rows`` (each has at least one)."""
+        K = self._K[rows]
         r, s = np.nonzero((self._phase[rows] == DECODE)
-                          & (self._kend[rows] - self._K[rows, None] <= _DONE_TOKENS))
+                          & (self._kend[rows] - K[:, None] <= _DONE_TOKENS))
         reps = rows[r]
         self._cols["done"][self._req[reps, s]] = tau[reps]
         self._req[reps, s] = -1
         self._phase[reps, s] = EMPTY
-        self._n_occ[rows] -= np.bincount(r, minlength=rows.size)
-        self._refresh(rows)
-
-    def _refresh(self, rows) -> None:
-        """Recompute the decode aggregates of ``rows`` from their slots."""
-        dec = self._phase[rows] == DECODE
-        n_dec = dec.sum(axis=1)
-        K = self._K[rows]
-        K[n_dec == 0] = 0.0  # an empty decode batch restarts its step counter
-        self._K[rows] = K
+        self._n_done += r.size
+        count = np.bincount(r, minlength=rows.size)
+        self._n_occ[rows] -= count
+        n_dec = self._n_dec[rows] - count
         self._n_dec[rows] = n_dec
-        self._kend_min[rows] = np.where(dec, self._kend[rows], np.inf).min(axis=1)
-        self._ctx_sum[rows] = np.where(dec, self._ctx0[rows] + (K[:, None] - self._k0[rows]),
-                                       0.0).sum(axis=1)
+        ctx = self._ctx0[reps, s] + (self._K[reps] - self._k0[reps, s])
+        self._ctx_sum[rows] -= np.bincount(r, weights=ctx, minlength=rows.size)
+        self._kend_min[rows] = np.where(self._phase[rows] == DECODE, self._kend[rows],
+                                        np.inf).min(axis=1)
+        empty = rows[n_dec == 0]  # an empty decode batch restarts its step counter
+        self._K[empty] = 0.0
+        self._ctx_sum[empty] = 0.0
+        big = rows[self._K[rows] > _K_REBASE]  # a batch that never empties: keep K small
+        if big.size:
+            shift = self._K[big][:, None]
+            self._kend[big] -= shift
+            self._k0[big] -= shift
+            self._kend_min[big] -= shift[:, 0]
+            self._K[big] = 0.0
 
     # -- counters ------------------------------------------------------------------------------
     @property
@@ -741,8 +805,8 @@ class InferencePool:
 
     @property
     def n_arrived(self) -> int:
-        """Requests arrived by the pool's time ``t``."""
-        return int(np.searchsorted(self._cols["arrival"][: self._n], self.t, side="right"))
+        """Requests arrived before the pool's time ``t`` (the steps so far own [t_start, t))."""
+        return int(self._cols["arrival"][: self._n].searchsorted(self.t, side="left"))
 
     @property
     def n_completed(self) -> int:
@@ -799,7 +863,8 @@ class InferencePool:
         r, s = np.nonzero(self._req >= 0)
         req = self._req[r, s]
         dec = self._phase[r, s] == DECODE
-        generated[req[dec]] = cols["output"][req[dec]] - self._left[r[dec], s[dec]]
+        left = self._kend[r[dec], s[dec]] - self._K[r[dec]]
+        generated[req[dec]] = cols["output"][req[dec]] - left
         pre = ~dec
         batch = self._prefill_batch[r[pre]]
         share = np.divide(batch - self._prefill_left[r[pre]], batch, out=np.zeros(batch.size),

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from twin.scenario.errors import FieldError
-from twin.scenario.model import CpuJob, TrainingJob
+from twin.scenario.model import CpuJob, InferenceJob, TrainingJob
 from twin.workload.profile import profile_mean, select_devices
 
 #: Job states (recorded as numbers in the ``job`` group).
@@ -60,7 +60,9 @@ class JobState:
 class JobSet:
     """All jobs of a scenario, their placement and their per-step demand."""
 
-    def __init__(self, jobs, system, catalog, rng: np.random.Generator, h_w: float):
+    def __init__(self, jobs, system, catalog, rng: np.random.Generator, h_w: float, base=None,
+                 duration: float | None = None):
+        self.duration = duration
         self.system = system
         self.rng = rng
         self.h_w = h_w
@@ -79,6 +81,35 @@ class JobSet:
                                  f"asks for {need} '{job.spec.devices.kind}' devices; the selection has {available}")
             job.candidates = np.flatnonzero(mask)
             job.need = need
+            if isinstance(job.spec, InferenceJob):
+                if need % job.spec.replica_size:
+                    raise FieldError(("jobs", job.index, "replica_size"),
+                                     f"{need} devices do not split into replicas of {job.spec.replica_size}")
+                job.requests = self._requests(job, base)
+                job.chip = catalog.chips[job.spec.devices.kind]
+                if job.chip.flops_fp8 is None or job.chip.hbm_bandwidth is None:
+                    raise FieldError(("jobs", job.index, "devices", "kind"),
+                                     f"'{job.spec.devices.kind}' has no FLOPS or HBM figures to serve a model")
+
+    def _requests(self, job, base):
+        """The job's request table: a trace file (Azure format) or seeded Poisson arrivals."""
+        from twin.workload.traces import AZURE_CODE_TRACE, poisson_arrivals, read_azure_trace
+
+        spec = job.spec
+        horizon = 10 * 365 * 86400.0
+        if spec.trace is not None:
+            path = AZURE_CODE_TRACE if spec.trace == "azure-code" else (base / spec.trace)
+            try:
+                table = read_azure_trace(path)
+            except (ValueError, OSError) as exc:
+                raise FieldError(("jobs", job.index, "trace"), str(exc)) from None
+            table = table.assign(arrival=table["arrival"] / spec.time_scale)
+        else:
+            arr = spec.arrivals
+            rate = arr.daily_profile if arr.daily_profile is not None else arr.rate
+            duration = getattr(self, "duration", None) or horizon
+            table = poisson_arrivals(rate, duration, self.rng, base_rate=arr.rate)
+        return table.assign(arrival=table["arrival"] + spec.start)
 
     @property
     def names(self) -> np.ndarray:
@@ -102,7 +133,8 @@ class JobSet:
         in_sleds = np.isin(sy.device_sled, sleds) & (self.owner < 0)
         in_sleds[job.devices] = False
         job.network = np.flatnonzero(in_sleds & np.isin(self.role, NETWORK_ROLES))
-        job.hosts = np.flatnonzero(in_sleds & (self.role == "cpu")) if isinstance(job.spec, TrainingJob) else np.zeros(0, np.int64)
+        job.hosts = (np.flatnonzero(in_sleds & (self.role == "cpu"))
+                     if isinstance(job.spec, (TrainingJob, InferenceJob)) else np.zeros(0, np.int64))
         self.owner[job.all_devices] = job.index
         smoothing = getattr(job.spec, "smoothing", None)
         if smoothing is not None:
@@ -135,6 +167,8 @@ class JobSet:
                 if t >= spec.start and self._place(job):
                     job.state = RUNNING
                     job.started = t
+                    if isinstance(spec, InferenceJob):
+                        self._start_pool(job, t)
                     if getattr(spec, "mtbf", None):
                         job.next_failure = t + self.rng.exponential(spec.mtbf)
                 else:
@@ -144,6 +178,9 @@ class JobSet:
             if isinstance(spec, CpuJob):
                 u[:, job.devices] = profile_mean(spec.profile, ts - job.started, self.h_w)[:, None]
                 job.rate = float(np.mean(clock[job.devices]))
+                continue
+            if isinstance(spec, InferenceJob):
+                self._inference(job, ts, clock, tripped, u)
                 continue
             # Failure: a tripped device or the MTBF clock.
             if job.state in (RUNNING, CHECKPOINT) and (tripped[job.devices].any() or t >= job.next_failure):
@@ -165,6 +202,35 @@ class JobSet:
                     continue
             self._training(job, ts, clock, u)
         return repair
+
+    def _start_pool(self, job: JobState, t: float) -> None:
+        from twin.workload.inference import InferencePool
+
+        spec, chip = job.spec, job.chip
+        n_rep = job.devices.size // spec.replica_size
+        job.pool = InferencePool(
+            n_rep, params=spec.model.params, params_bytes=spec.model.params * spec.model.bytes_per_param,
+            kv_bytes_per_token=spec.model.kv_bytes_per_token,
+            flops_peak=chip.flops_fp8.si * spec.replica_size,
+            hbm_bandwidth=chip.hbm_bandwidth.si * spec.replica_size, mfu=spec.mfu, mbu=spec.mbu,
+            max_batch_size=spec.max_batch_size, max_prefill_tokens=spec.max_prefill_tokens,
+            u_decode=tuple(spec.u_decode), requests=job.requests, t_start=t)
+        job.replicas = job.devices.reshape(n_rep, spec.replica_size)
+
+    def _inference(self, job: JobState, ts, clock, tripped, u) -> None:
+        """Serve the sub-steps: replicas run at their slowest chip's clock (0 if one tripped)."""
+        spec = job.spec
+        rep_clock = clock[job.replicas].min(axis=1) * ~tripped[job.replicas].any(axis=1)
+        tokens = 0.0
+        for k, t in enumerate(ts):
+            step = job.pool.advance(t, self.h_w, rep_clock)
+            u[k, job.replicas] = step.u[:, None]
+            tokens += float(step.output_tokens.sum())
+        u[:, job.network] = spec.network_load
+        u[:, job.hosts] = spec.host_load
+        job.tokens += tokens
+        job.progress = float(job.pool.n_completed)
+        job.rate = tokens / (self.h_w * ts.size)
 
     def _training(self, job: JobState, ts: np.ndarray, clock: np.ndarray, u: np.ndarray) -> None:
         spec = job.spec

@@ -1,6 +1,6 @@
 """Inference request streams: trace readers and seeded synthetic arrivals.
 
-Every function here returns the same table, one row per request in arrival order:
+The reader and the generator here return the same table, one row per request in arrival order:
 
 ``arrival``
     Arrival time [s] (float), from the start of the stream.
@@ -244,7 +244,8 @@ def _rate_function(rate, base_rate, start, duration, rate_max):
     values = np.asarray(rate, dtype=float)
     if values.ndim == 0:
         if not np.isfinite(values) or values < 0:
-            raise ValueError(f"poisson_arrivals: rate must be a finite number >= 0 [1/s], got {rate}")
+            raise ValueError(f"poisson_arrivals: rate must be a finite number >= 0 [1/s], "
+                             f"got {rate}")
         r = float(values)
         return (lambda t: np.full(np.shape(t), r)), r
     if values.shape != (HOURS_PER_DAY,) or not np.all(np.isfinite(values)) or np.any(values < 0):
@@ -321,10 +322,12 @@ def poisson_arrivals(
        thinning", Naval Research Logistics Quarterly 26(3), 403–413, 1979.
     """
     if not np.isfinite(duration) or duration < 0:
-        raise ValueError(f"poisson_arrivals: duration must be a finite number >= 0 [s], got {duration}")
+        raise ValueError(f"poisson_arrivals: duration must be a finite number >= 0 [s], "
+                         f"got {duration}")
     fn, lam_max = _rate_function(rate, base_rate, start, duration, rate_max)
     if not np.isfinite(lam_max) or lam_max < 0:
-        raise ValueError(f"poisson_arrivals: rate bound must be finite and >= 0 [1/s], got {lam_max}")
+        raise ValueError(f"poisson_arrivals: rate bound must be finite and >= 0 [1/s], "
+                         f"got {lam_max}")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     n = rng.poisson(lam_max * duration)
     t = np.sort(rng.uniform(0.0, duration, n))
