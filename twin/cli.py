@@ -133,7 +133,7 @@ def _summary_table(kpi: dict, path: Path | None, interrupted: bool) -> Table:
         name = key[4:-len("_iterations")]
         def get(suffix, _name=name):
             return kpi.get(f"job_{_name}_{suffix}", float("nan"))
-        unit = "requests" if kpi.get(f"job_{name}_kind") == "inference" else "it"
+        unit = {"inference": "requests", "cpu": "device-s of work"}.get(kpi.get(f"job_{name}_kind"), "it")
         line = f"{get('iterations'):,.0f} {unit}"
         if get("tokens") > 0:
             ept = get("energy_per_token_J")
@@ -143,7 +143,7 @@ def _summary_table(kpi: dict, path: Path | None, interrupted: bool) -> Table:
             line += f", {tok_text} tokens, {ept_text}"
             if f"job_{name}_cost_per_million_tokens" in kpi:
                 line += f", {get('cost_per_million_tokens'):.4f}/M tokens"
-        elif get("iterations") > 0:
+        elif get("iterations") > 0 and unit == "it":
             line += f", {get('energy_per_iteration_J') / 1e6:,.2f} MJ/it"
         if get("throttle_loss_s") > 0:
             line += f", {get('throttle_loss_s'):,.0f} s lost to throttling"

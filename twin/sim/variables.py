@@ -49,8 +49,8 @@ VARIABLES: dict[str, dict[str, tuple[str, str]]] = {
         "throttled": ("1", "fraction of the interval spent throttled"),
     },
     "job": {
-        "progress": ("1", "work done: iterations (training)"),
-        "throughput": ("s-1", "iterations per second"),
+        "progress": ("1", "work done: iterations (training), requests completed (inference), device-seconds at full clock (cpu)"),
+        "throughput": ("s-1", "progress per second (inference: output tokens per second)"),
         "tokens": ("1", "tokens processed, cumulative"),
         "p": ("W", "device power attributed to the job"),
         "state": ("1", "0 queued, 1 running, 2 checkpoint, 3 restarting, 4 done"),

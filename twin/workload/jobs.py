@@ -176,8 +176,12 @@ class JobSet:
             if job.state == DONE:
                 continue
             if isinstance(spec, CpuJob):
-                u[:, job.devices] = profile_mean(spec.profile, ts - job.started, self.h_w)[:, None]
-                job.rate = float(np.mean(clock[job.devices]))
+                level = profile_mean(spec.profile, ts - job.started, self.h_w)
+                u[:, job.devices] = level[:, None]
+                # Work in device-seconds at full clock: Σ u·f·dt over the job's devices.
+                work = float(level.sum() * self.h_w * (clock[job.devices] * ~tripped[job.devices]).sum())
+                job.progress += work
+                job.rate = work / (self.h_w * ts.size)
                 continue
             if isinstance(spec, InferenceJob):
                 self._inference(job, ts, clock, tripped, u)
