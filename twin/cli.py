@@ -114,6 +114,15 @@ def _summary_table(kpi: dict, path: Path | None, interrupted: bool) -> Table:
         ("devices tripped", f"{kpi['devices_tripped']}"),
         ("energy balance residual", f"{kpi['energy_residual']:.1e}"),
     ]
+    if "wue_L_per_kWh" in kpi:
+        rows.append(("WUE (water / IT energy)", f"{kpi['wue_L_per_kWh']:.3f} L/kWh ({kpi['water_m3']:,.1f} m³)"))
+        rows.append(("chiller / full free cooling", f"{kpi['chiller_hours']:,.1f} h / {kpi['full_free_cooling_hours']:,.1f} h"))
+        rows.append(("cold aisle outside ASHRAE", f"{kpi['hours_outside_ashrae_recommended']:,.1f} h recommended, "
+                                                  f"{kpi['hours_outside_ashrae_allowable']:,.1f} h allowable"))
+        rows.append(("plant energy residual", f"{kpi['plant_energy_residual']:.1e}"))
+    if "ride_through_s" in kpi:
+        rows.append(("UPS battery left", f"{kpi['battery_left_J'] / 3.6e6:,.1f} kWh"
+                     + (f" (ran out after {kpi['ride_through_s']:,.0f} s)" if np.isfinite(kpi['ride_through_s']) else "")))
     if "peak_to_average" in kpi:
         rows.append((f"IT power peak/average ({kpi['p_it_record_interval_s']:g} s)",
                      f"{kpi['peak_to_average']:.2f}"))

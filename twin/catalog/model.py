@@ -309,10 +309,13 @@ class UPS(Entry):
 
 
 class Transformer(Entry):
-    """Medium- to low-voltage transformer: rating and efficiency against load."""
+    """Medium- to low-voltage transformer: rating, core (no-load) and copper (rated-load)
+    losses; P_loss = no_load_loss + load_loss · (P / rating)² (IEC 60076 loss model, see
+    :func:`twin.power.delivery.transformer_losses`)."""
 
     rating: Power
-    efficiency: Curve
+    no_load_loss: Power
+    load_loss: Power  # copper loss at rated load [W]
 
 
 class Catalog(_Strict):

@@ -68,7 +68,7 @@ def summary(sim) -> dict[str, float | int]:
     kpi = {
         "simulated_seconds": seconds,
         "energy_it_J": tot.e_ac,
-        "energy_facility_J": tot.e_ac + tot.e_cooling,
+        "energy_facility_J": tot.e_facility,
         "energy_loss_J": tot.e_loss,
         "energy_liquid_J": tot.e_liquid,
         "energy_air_J": tot.e_air,
@@ -76,7 +76,7 @@ def summary(sim) -> dict[str, float | int]:
         "p_it_mean_W": tot.e_ac / seconds if seconds else 0.0,
         "p_facility_peak_W": tot.p_facility_peak,
         "p_rack_peak_W": tot.p_rack_peak,
-        "pue": (tot.e_ac + tot.e_cooling) / tot.e_ac if tot.e_ac else float("nan"),
+        "pue": tot.e_facility / tot.e_ac if tot.e_ac else float("nan"),
         "t_die_max_degC": tot.t_die_max,
         "throttled_device_seconds": tot.throttled_device_seconds,
         "devices_throttled": tot.devices_throttled,
@@ -91,6 +91,18 @@ def summary(sim) -> dict[str, float | int]:
         kpi["time_to_first_throttle_s"] = (sim.first_throttle - sim.first_event
                                            if sim.first_throttle >= sim.first_event else 0.0)
         kpi["time_to_first_trip_s"] = sim.first_trip - sim.first_event
+    if sim.plant is not None:
+        pt = sim.plant.totals
+        kpi["wue_L_per_kWh"] = sim.water / (tot.e_ac / 3.6e6) if tot.e_ac else float("nan")  # 1 kg = 1 L
+        kpi["water_m3"] = sim.water / 1000.0
+        kpi["chiller_hours"] = pt.chiller_seconds / 3600.0
+        kpi["full_free_cooling_hours"] = pt.economiser_seconds[2] / 3600.0
+        kpi["hours_outside_ashrae_recommended"] = pt.seconds_outside_recommended / 3600.0
+        kpi["hours_outside_ashrae_allowable"] = pt.seconds_outside_allowable / 3600.0
+        kpi["plant_energy_residual"] = pt.energy_residual
+        if sim.on_battery or np.isfinite(sim.ride_through) or sim.battery_left < sim.battery_energy:
+            kpi["battery_left_J"] = sim.battery_left
+            kpi["ride_through_s"] = sim.ride_through
     rec = sim.recorder.groups.get("facility")
     if rec is not None and "p_it" in rec.out and rec.filled > 1:
         series = rec.out["p_it"][: rec.filled, 0]
@@ -100,7 +112,7 @@ def summary(sim) -> dict[str, float | int]:
         kpi["largest_ramp_W_per_s"] = largest_ramp(series, dt)
         kpi["band_0p1_20Hz_share"] = band_energy_share(series, dt)
     if sim.jobs is not None and tot.e_device > 0:
-        per_joule = (tot.e_ac + tot.e_cooling) / tot.e_device
+        per_joule = tot.e_facility / tot.e_device
         price = sim.scenario.electricity_price
         for job in sim.jobs.jobs:
             kpi.update(job_kpis(job.spec.name, job.energy, job.progress, job.tokens, per_joule, price))

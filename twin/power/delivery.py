@@ -11,7 +11,12 @@ import numpy as np
 from twin.power.psu import psu_efficiency
 
 
-def busway_input_power(p_out, loss_fraction):
+#: Busway/PDU conduction loss at the operating point [1] (estimate: 0.5–1 % per
+#: CATALOGUE-SOURCES.md, "transformer / busbar losses").
+BUSWAY_LOSS_FRACTION = 0.0075
+
+
+def busway_input_power(p_out, loss_fraction=BUSWAY_LOSS_FRACTION):
     """Busway/PDU input power for a delivered power.
 
     Parameters

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
+from twin.catalog.model import KINDS
 from twin.units import QuantityError, parse_quantity
 
 _EXAMPLE = {
@@ -23,6 +24,7 @@ _EXAMPLE = {
     "price": "0.08 USD/kWh",
     "power_rate": "200 W/s",
     "rate": "2.5 1/s",
+    "volume": "10 m**3",
 }
 
 
@@ -310,6 +312,8 @@ class Record(_Strict):
     variables: dict[Literal["facility", "cdu", "rack", "sled", "device", "job"], list[str]] = {}
 
 
+from twin.cooling.config import PlantSpec  # noqa: E402  (needs _quantity above)
+
 EVENT_KINDS = {
     # kind: what `target` names
     "cdu_pump_trip": "cdu",
@@ -366,9 +370,8 @@ class Scenario(_Strict):
     workload_step: Duration | None = None  # finer than time.step for sub-second power (default: the step)
     jobs: list[Annotated[TrainingJob | InferenceJob | CpuJob, Field(discriminator="kind")]] = []
     events: list[Event] = []
+    plant: PlantSpec | None = None  # the facility cooling plant, weather and power chain
     record: Record = Record()
     output: str | None = None
-    catalog: dict[
-        Literal["chips", "sleds", "power_shelves", "racks", "systems", "cdus"], dict[str, dict]
-    ] | None = None
+    catalog: dict[Literal[KINDS], dict[str, dict]] | None = None  # type: ignore[valid-type]
     electricity_price: Price | None = None

@@ -63,6 +63,7 @@ class System:
     chip: dict[str, np.ndarray]  # CHIP_FIELDS + p_dyn
     # cdus
     cdu_name: np.ndarray
+    cdu_template: np.ndarray
     cdu_setpoint: np.ndarray  # [degC]
     cdu_approach: np.ndarray  # [K]
     cdu_design_flow: np.ndarray  # [kg/s]
@@ -80,6 +81,11 @@ class System:
             self.extra["shelf_members"] = [np.flatnonzero(self.rack_shelf_type == s)
                                            for s in range(len(self.shelf_curves))]
         return self.extra["shelf_members"]
+
+    @property
+    def design_it_power(self) -> float:
+        """Σ over racks of device TDP + sled overhead + fans [W] (for sizing UPS and transformers)."""
+        return float(self.chip["tdp"].sum() + self.sled_overhead.sum() + self.sled_fan_power.sum())
 
     @property
     def n_devices(self) -> int:
@@ -221,6 +227,7 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
         device_sled=col(devices, "sled", np.int64), device_rack=col(devices, "rack", np.int64),
         device_liquid=liquid, chip=chip,
         cdu_name=np.array([name for name, _ in cdus], dtype=object),
+        cdu_template=np.array([spec.template for _, spec in cdus], dtype=object),
         cdu_setpoint=np.array([spec.supply_temperature for _, spec in cdus]),
         cdu_approach=np.array([t.approach.si for t in cdu_tpl]),
         cdu_design_flow=np.array([volume_to_mass_flow_water(t.design_flow.si) for t in cdu_tpl]),

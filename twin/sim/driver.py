@@ -27,6 +27,7 @@ import numpy as np
 
 from twin.power.device import device_power
 from twin.power.governor import cap_governor, shutdown_trip, thermal_governor
+from twin.power.delivery import BUSWAY_LOSS_FRACTION, busway_input_power, transformer_losses, ups_input_power
 from twin.power.psu import shelf_input_power
 from twin.scenario.errors import FieldError
 from twin.scenario.loader import LoadedScenario
@@ -34,6 +35,7 @@ from twin.scenario.model import GROUPS
 from twin.sim.build import System, build_system
 from twin.sim.events import EventQueue, cdu_targets, rack_targets
 from twin.sim.recorder import Recorder
+from twin.sim.variables import PLANT_FACILITY_VARIABLES
 from twin.thermal.integrators import INTEGRATORS
 from twin.units import CP_AIR, CP_WATER
 from twin.workload.engine import Workload
@@ -73,6 +75,7 @@ class Totals:
     e_liquid: float = 0.0
     e_air: float = 0.0
     e_cooling: float = 0.0
+    e_facility: float = 0.0
     e_smoothing: float = 0.0  # extra device energy spent by power floors and ramp limits
     stored_start: float = 0.0
     stored_end: float = 0.0
@@ -137,6 +140,13 @@ class Simulation:
         self.first_trip = np.inf
         self.m_coolant = np.full(sy.sled_name.size, np.nan)
         self.m_air = np.full(sy.sled_name.size, np.nan)
+        self.plant = None
+        self._plant_flow_factor = None
+        self.water = 0.0  # make-up water used [kg]
+        self.on_battery = False
+        self.ride_through = np.inf  # s of battery left when it ran out (inf: never)
+        if sc.plant is not None:
+            self._build_plant(loaded)
         self._apply_flows()
         # Power caps: a clock factor per rack and per row, lowered while the limit is exceeded.
         self.rack_cap = np.ones(sy.n_racks)
@@ -165,17 +175,79 @@ class Simulation:
                  "sled": sy.sled_name.size, "device": sy.n_devices,
                  "job": len(self.jobs.jobs) if self.jobs else 0}
         self.recorder = Recorder(sizes, intervals, self.n_steps * self.n_sub, self.n_sub,
-                                 sc.record.variables, sink=sink)
+                                 sc.record.variables, sink=sink, plant=sc.plant is not None)
         if sink is not None:
             sink.sim = self
         self.p_prev = None  # last sub-step's device power, for ramp limits [W]
         self._initial_state()
 
+    # -- plant and power chain ----------------------------------------------------------------
+    def _build_plant(self, loaded) -> None:
+        """The facility cooling plant, the UPS and the transformers of the scenario's ``plant:``."""
+        import pandas as pd
+
+        from twin.cooling.facility import Plant
+
+        sy, sc, cat = self.system, self.scenario, loaded.catalog
+        design_flow = np.bincount(sy.rack_cdu, weights=sy.rack_m_coolant, minlength=sy.cdu_name.size)
+        start = pd.Timestamp(sc.time.start)
+        day = start.dayofyear + (start - start.normalize()).total_seconds() / 86400.0
+        try:
+            self.plant = Plant(sc.plant, cat, list(sy.cdu_template), sy.cdu_setpoint, design_flow, self.h,
+                               start_day_of_year=day, base_dir=loaded.base)
+        except FieldError as exc:
+            raise loaded.locate(exc) from None
+        ups = cat.ups[sc.plant.ups.template]
+        curve = ups.efficiency if sc.plant.ups.mode == "double_conversion" else ups.efficiency_eco
+        design = sy.design_it_power * (1 + BUSWAY_LOSS_FRACTION)
+        # N+1 UPS modules sharing the load; transformers sized for IT and cooling with 25 % margin.
+        self.ups_rating = (np.ceil(design / ups.rating.si) + 1) * ups.rating.si
+        self.ups_curve = (np.array([p[0] for p in curve.points]), np.array([p[1] for p in curve.points]))
+        self.battery_energy = (ups.battery_energy.si if ups.battery_energy else 0.0) * self.ups_rating / ups.rating.si
+        self.battery_left = self.battery_energy
+        tr = cat.transformers[sc.plant.transformer.template]
+        self.n_transformers = max(1.0, np.ceil(1.25 * design / tr.rating.si))
+        self.transformer = tr
+
+    def _delivery(self, p_it: float, p_cooling: float):
+        """Utility input and losses upstream of the racks [W]: busway → UPS → transformer.
+
+        Returns (p_facility, p_ups_in, busway + UPS loss, transformer loss). Cooling is fed from
+        the transformer, not through the UPS.
+        """
+        if self.plant is None:
+            return p_it + p_cooling, p_it, 0.0, 0.0
+        p_bus = busway_input_power(p_it)
+        p_ups_in = float(ups_input_power(np.array([p_bus]), self.ups_rating, *self.ups_curve)[0])
+        if self.on_battery:
+            self.battery_left -= p_ups_in * self.h
+            p_util = p_cooling
+        else:
+            p_util = p_ups_in + p_cooling
+        n, tr = self.n_transformers, self.transformer
+        loss_tr = float(n * transformer_losses(p_util / n, tr.rating.si, tr.no_load_loss.si, tr.load_loss.si))
+        return p_util + loss_tr, p_ups_in, p_ups_in - p_it, loss_tr
+
+    def _fluxes(self):
+        """Heat to each CDU's liquid and to room air [W] at the present node temperatures."""
+        sy = self.system
+        q_liq = np.zeros(sy.sled_name.size)
+        q_air = np.zeros(sy.sled_name.size)
+        for i, g in enumerate(sy.groups):
+            T = self.T[i]
+            q_liq[g.sleds] = self.m_coolant[g.sleds] * CP_WATER * (T[:, g.cool] - self.sled_supply[g.sleds])
+            q_air[g.sleds] = self.m_air[g.sleds] * CP_AIR * (T[:, g.air] - self.t_cold_aisle)
+        per_cdu = np.bincount(sy.rack_cdu, weights=sy.rack_sum(q_liq), minlength=sy.cdu_name.size)
+        return per_cdu, float(q_air.sum())
+
     # -- boundaries and levels -------------------------------------------------------------
     def _apply_flows(self):
         """Sled coolant and air flows from the event factors; new propagators where they changed."""
         sy = self.system
-        rack_factor = self.rack_coolant_factor * self.cdu_flow_factor[sy.rack_cdu]
+        cdu_factor = self.cdu_flow_factor
+        if self.plant is not None:
+            cdu_factor = cdu_factor * self.plant.secondary_flow_factor
+        rack_factor = self.rack_coolant_factor * cdu_factor[sy.rack_cdu]
         m_coolant = sy.sled_m_coolant * rack_factor[sy.sled_rack]
         m_air = sy.sled_m_air * self.rack_air_factor[sy.sled_rack]
         for i, g in enumerate(sy.groups):
@@ -193,9 +265,18 @@ class Simulation:
         """Change the operating state for one event action (start, clear or failover)."""
         sy, ev = self.system, action.event
         start = action.what == "start"
-        if ev.kind in ("cdu_pump_trip", "cdu_failure"):
+        if ev.kind in ("cdu_pump_trip", "cdu_failure") and self.plant is not None:
+            for i in cdu_targets(ev.target, sy.cdu_name):
+                if start:
+                    (self.plant.trip_cdu_pump if ev.kind == "cdu_pump_trip" else self.plant.fail_cdu)(
+                        int(i), failover=False)
+                else:
+                    (self.plant.restore_cdu_pump if ev.kind == "cdu_pump_trip" else self.plant.restore_cdu)(int(i))
+        elif ev.kind in ("cdu_pump_trip", "cdu_failure"):
             idx = cdu_targets(ev.target, sy.cdu_name)
             self.cdu_flow_factor[idx] = 0.0 if start else 1.0
+        elif ev.kind in ("chiller_trip", "dry_cooler_fan_failure", "utility_outage"):
+            self._plant_event(ev.kind, start, ev)
         elif ev.kind == "coolant_flow_loss":
             idx = rack_targets(ev.target, sy.rack_name)
             self.rack_coolant_factor[idx] = (1.0 - ev.fraction) if start else 1.0
@@ -213,14 +294,32 @@ class Simulation:
                 self.cdu_setpoint[idx] = ev.value
             else:
                 self.cdu_setpoint[idx] = self._saved_setpoint.pop(action.index)
+            if self.plant is not None:
+                for i in idx:
+                    self.plant.set_setpoint(cdu_supply=float(self.cdu_setpoint[i]), cdu=int(i))
         if start:
             self.first_event = min(self.first_event, action.time)
         self.event_log.append((action.time, action.what, ev.kind, ev.target or "plant"))
 
+    def _plant_event(self, kind: str, start: bool, ev) -> None:
+        plant = self.plant
+        if kind == "chiller_trip":
+            plant.trip_chiller() if start else plant.restore_chiller()
+        elif kind == "dry_cooler_fan_failure":
+            plant.fail_dry_cooler_fans(ev.fraction) if start else plant.restore_dry_cooler_fans()
+        elif kind == "utility_outage":
+            # IT rides on the UPS battery; chillers stop until the utility (or generator) returns.
+            self.on_battery = start
+            plant.trip_chiller() if start else plant.restore_chiller()
+
     def _boundaries(self):
         """CDU supply temperatures and the constant boundary heat input of every sled node."""
         sy = self.system
-        self.cdu_supply = np.maximum(self.cdu_setpoint, self.t_facility + sy.cdu_approach)
+        if self.plant is not None:
+            self.cdu_supply = self.plant.cdu_supply.copy()
+            self.t_cold_aisle = float(self.plant.t_cold_aisle)
+        else:
+            self.cdu_supply = np.maximum(self.cdu_setpoint, self.t_facility + sy.cdu_approach)
         self.rack_supply = self.cdu_supply[sy.rack_cdu]
         self.sled_supply = self.rack_supply[sy.sled_rack]
         self.q_base = []
@@ -271,6 +370,19 @@ class Simulation:
                 q[:, : g.k] += p[g.devices]
                 self.T[i] = self.integrator.steady_state(i, q)
                 self.t_die[g.devices] = self.T[i][:, : g.k]
+        if self.plant is not None:
+            sy = self.system
+            for _ in range(2):  # racks and plant settle together
+                q_cdu, q_air = self._fluxes()
+                m = np.bincount(sy.rack_cdu, weights=sy.rack_sum(self.m_coolant), minlength=sy.cdu_name.size)
+                self.plant.initialise(q_cdu, q_air, t=0.0, secondary_flow=m)
+                self._boundaries()
+                p = self._device_power(u0)
+                for i, g in enumerate(sy.groups):
+                    q = self.q_base[i].copy()
+                    q[:, : g.k] += p[g.devices]
+                    self.T[i] = self.integrator.steady_state(i, q)
+                    self.t_die[g.devices] = self.T[i][:, : g.k]
         self.totals.stored_start = self._stored_heat()
 
     # -- one step ----------------------------------------------------------------------------
@@ -336,7 +448,18 @@ class Simulation:
 
         p_it_sub = p_ac_sub.sum(axis=1)
         p_it = float(mean(p_it_sub))
-        p_cooling = float(p_pump.sum())
+        cdu_supply_used = self.cdu_supply
+        cold_aisle_used = self.t_cold_aisle
+        ps = None
+        if self.plant is not None:
+            ps = self.plant.step(self.time, cdu_return, cdu_flow, float(q_air.sum()), p_it)
+            p_pump = ps.p_pump
+            p_cooling = float(ps.p_cooling)
+        else:
+            p_cooling = float(p_pump.sum())
+        p_facility, p_ups_in, loss_ups, loss_tr = self._delivery(p_it, p_cooling)
+        p_loss_total = float(loss.sum()) + loss_ups + loss_tr
+        fac_over_it = p_facility - p_it  # the facility's draw beyond the racks (cooling, losses)
 
         # Controllers act on the state at the end of the step, for the next one.
         t2 = now()
@@ -366,12 +489,32 @@ class Simulation:
         # State for the recorder and exporters: (entities,) per step, (n_sub, entities) per sub-step.
         st.facility_p_it = p_it_sub[:, None]
         st.facility_p_cooling = np.array([p_cooling])
-        st.facility_p_facility = (p_it_sub + p_cooling)[:, None]
-        st.facility_p_loss = np.array([loss.sum()])
-        st.facility_t_facility_supply = np.array([self.t_facility])
-        st.facility_t_cold_aisle = np.array([self.t_cold_aisle])
-        st.cdu_t_supply, st.cdu_t_return, st.cdu_flow = self.cdu_supply, cdu_return, cdu_flow
+        st.facility_p_facility = (p_it_sub + fac_over_it)[:, None]
+        st.facility_p_loss = np.array([p_loss_total])
+        st.facility_t_cold_aisle = np.array([cold_aisle_used])
+        st.cdu_t_supply, st.cdu_t_return, st.cdu_flow = cdu_supply_used, cdu_return, cdu_flow
         st.cdu_p_pump, st.cdu_q = p_pump, cdu_q
+        if ps is None:
+            st.facility_t_facility_supply = np.array([self.t_facility])
+        else:
+            st.facility_t_facility_supply = np.array([ps.t_facility_supply])
+            for name in PLANT_FACILITY_VARIABLES:
+                setattr(st, f"facility_{name}", np.array([float(getattr(ps, name))]))
+            st.facility_p_ups_loss = np.array([loss_ups])
+            st.facility_p_transformer_loss = np.array([loss_tr])
+            st.cdu_q = ps.q
+            st.cdu_valve = ps.valve
+            # Boundaries for the next step come from the plant.
+            flows_changed = not np.array_equal(self.plant.secondary_flow_factor, self._plant_flow_factor)
+            self._plant_flow_factor = self.plant.secondary_flow_factor.copy()
+            if flows_changed:
+                self._apply_flows()
+            else:
+                self._boundaries()
+            self.water += ps.water * h
+            if self.on_battery and self.battery_left <= 0 and not np.isfinite(self.ride_through):
+                self.ride_through = self.time + h - self.first_event
+                self.tripped[:] = True  # the UPS battery is empty: everything goes dark
         st.rack_p_ac, st.rack_p_dc = p_ac_sub, p_dc_sub
         st.rack_t_coolant_supply = np.where(rack_m_c > 0, self.rack_supply, np.nan)
         st.rack_t_coolant_return = t_return
@@ -403,7 +546,8 @@ class Simulation:
         tot.e_liquid += q_liq.sum() * h
         tot.e_air += q_air.sum() * h
         tot.e_cooling += p_cooling * h
-        tot.p_facility_peak = max(tot.p_facility_peak, float(p_it_sub.max()) + p_cooling)
+        tot.e_facility += p_facility * h
+        tot.p_facility_peak = max(tot.p_facility_peak, float(p_it_sub.max()) + fac_over_it)
         tot.p_rack_peak = max(tot.p_rack_peak, float(p_ac_sub.max()))
         tot.t_die_max = max(tot.t_die_max, self.t_die.max())
         n_thr = throttled.sum()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from twin.scenario.model import GROUPS
-from twin.sim.variables import VARIABLES
+from twin.sim.variables import PLANT_ONLY, VARIABLES
 
 #: Variables derived from others when a sample is emitted (not accumulated).
 DERIVED = {("facility", "pue")}
@@ -69,7 +69,7 @@ class Recorder:
     """
 
     def __init__(self, sizes, intervals, n_substeps, n_sub, variables=None, sink=None,
-                 buffer_bytes=64 * 2**20):
+                 buffer_bytes=64 * 2**20, plant=False):
         self.n_sub = n_sub
         self.sink = sink
         self.groups: dict[str, _Group] = {}
@@ -78,6 +78,8 @@ class Recorder:
             if not every or not sizes.get(group):
                 continue
             names = list((variables or {}).get(group) or VARIABLES[group])
+            if not plant:
+                names = [v for v in names if (group, v) not in PLANT_ONLY]
             total = n_substeps // every
             streamed = sink is not None and group != "facility"
             per_sample = 8 * sizes[group] * len(names)

@@ -16,6 +16,20 @@ VARIABLES: dict[str, dict[str, tuple[str, str]]] = {
         "pue": ("1", "power usage effectiveness p_facility / p_it"),
         "t_facility_supply": ("degC", "facility water supply temperature"),
         "t_cold_aisle": ("degC", "cold-aisle air temperature"),
+        # With a plant (scenario `plant:`):
+        "t_outdoor": ("degC", "outdoor dry-bulb temperature"),
+        "t_wet_bulb": ("degC", "outdoor wet-bulb temperature"),
+        "t_facility_return": ("degC", "facility water return temperature"),
+        "p_cdu_pumps": ("W", "CDU secondary pump power"),
+        "p_facility_pumps": ("W", "facility and chilled water pump power"),
+        "p_heat_rejection_fans": ("W", "dry cooler / cooling tower fan power"),
+        "p_chiller": ("W", "chiller compressor power"),
+        "p_crah": ("W", "CRAH fan power"),
+        "p_ups_loss": ("W", "busway and UPS losses"),
+        "p_transformer_loss": ("W", "transformer losses"),
+        "water": ("kg s-1", "make-up water (evaporation and blowdown)"),
+        "economiser": ("1", "facility water: 0 chiller only, 1 partial, 2 full free cooling"),
+        "chiller_on": ("1", "fraction of the interval a chiller ran"),
     },
     "cdu": {
         "t_supply": ("degC", "secondary-loop supply temperature"),
@@ -23,6 +37,7 @@ VARIABLES: dict[str, dict[str, tuple[str, str]]] = {
         "flow": ("kg s-1", "secondary-loop mass flow"),
         "p_pump": ("W", "secondary pump power"),
         "q": ("W", "heat removed from the secondary loop"),
+        "valve": ("1", "primary (facility water) valve position (with a plant)"),
     },
     "rack": {
         "p_ac": ("W", "rack AC input power"),
@@ -56,3 +71,13 @@ VARIABLES: dict[str, dict[str, tuple[str, str]]] = {
         "state": ("1", "0 queued, 1 running, 2 checkpoint, 3 restarting, 4 done"),
     },
 }
+
+
+#: Facility variables read from the plant's state by name (only with a scenario ``plant:``).
+PLANT_FACILITY_VARIABLES = (
+    "t_outdoor", "t_wet_bulb", "t_facility_return", "p_cdu_pumps", "p_facility_pumps",
+    "p_heat_rejection_fans", "p_chiller", "p_crah", "water", "economiser", "chiller_on",
+)
+#: Variables that exist only when the scenario has a plant.
+PLANT_ONLY = {("facility", v) for v in PLANT_FACILITY_VARIABLES + ("p_ups_loss", "p_transformer_loss")} | {
+    ("cdu", "valve")}

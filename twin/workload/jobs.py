@@ -22,6 +22,11 @@ from twin.scenario.errors import FieldError
 from twin.scenario.model import CpuJob, InferenceJob, TrainingJob
 from twin.workload.profile import profile_mean, select_devices
 
+def phase_integral(x, share):
+    """∫₀ˣ [frac(s) < share] ds: progress spent in the first ``share`` of each iteration [1]."""
+    return np.floor(x) * share + np.minimum(np.mod(x, 1.0), share)
+
+
 #: Job states (recorded as numbers in the ``job`` group).
 QUEUED, RUNNING, CHECKPOINT, RESTARTING, DONE = 0, 1, 2, 3, 4
 STATE_NAMES = {QUEUED: "queued", RUNNING: "running", CHECKPOINT: "checkpoint",
@@ -247,12 +252,19 @@ class JobSet:
             paused = np.zeros(n, dtype=bool)
         dp = np.where(paused, 0.0, f * self.h_w / spec.iteration_time)
         p = job.progress + np.concatenate([[0.0], np.cumsum(dp)[:-1]])  # at each sub-step start
-        phase = np.mod(p, 1.0)
+        # Share of each sub-step spent in the compute and all-to-all phases: exact means over
+        # the progress covered (so a step longer than an iteration gets the iteration average).
         a2a_end = spec.compute_share + spec.all_to_all_share
-        u_acc = np.where(phase < spec.compute_share, spec.u_compute,
-                         np.where(phase < a2a_end, spec.u_all_to_all, spec.u_collective))
-        u_net = np.where(phase < spec.compute_share, 0.1,
-                         np.where(phase < a2a_end, spec.all_to_all_network_load, spec.network_load))
+        moving = dp > 0
+        span = np.where(moving, dp, 1.0)
+        f_c = np.where(moving, (phase_integral(p + dp, spec.compute_share) - phase_integral(p, spec.compute_share)) / span,
+                       np.mod(p, 1.0) < spec.compute_share)
+        f_ca = np.where(moving, (phase_integral(p + dp, a2a_end) - phase_integral(p, a2a_end)) / span,
+                        np.mod(p, 1.0) < a2a_end)
+        f_a = f_ca - f_c
+        f_coll = 1.0 - f_ca
+        u_acc = spec.u_compute * f_c + spec.u_all_to_all * f_a + spec.u_collective * f_coll
+        u_net = 0.1 * f_c + spec.all_to_all_network_load * f_a + spec.network_load * f_coll
         if spec.checkpoint is not None:
             u_acc = np.where(paused, spec.checkpoint.u, u_acc)
             u_net = np.where(paused, 0.3, u_net)  # checkpoint writes cross the network

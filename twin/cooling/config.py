@@ -1,0 +1,226 @@
+"""Pydantic models of a scenario's ``plant:`` section (the facility cooling plant).
+
+Quantities are strings with units, parsed once to SI floats (temperatures in degC) with the
+scenario's own ``_quantity`` pattern. Every field has a default, so ``plant: {}`` gives a
+dry-cooler plant with an air-cooled trim chiller, CRAHs for the air share, bundled Leesburg
+weather and equipment counts sized from the CDUs it serves (see :class:`twin.cooling.facility.Plant`).
+
+Example::
+
+    plant:
+      weather: {kind: epw, file: Phoenix}
+      facility_water_supply: 32 degC
+      heat_rejection: {kind: dry_cooler, template: dry-cooler-1mw, count: 2}
+      chiller: {template: air-cooled-chiller-1mw, count: 1}
+      economiser: {hysteresis: 1 K}
+      crah: {template: crah-150kw, count: 2, cold_aisle: 25 degC}
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    model_validator,
+)
+
+from twin.scenario.model import _quantity
+from twin.units import QuantityError, parse_quantity
+
+Temperature = _quantity("temperature")
+TemperatureDelta = _quantity("temperature_difference", positive=True)
+TemperatureMargin = _quantity("temperature_difference", non_negative=True)
+Duration = _quantity("time", positive=True)
+Delay = _quantity("time", non_negative=True)
+Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+def _volume():
+    """Volume quantity: the scenario's ``_quantity`` pattern for a dimension it has no example
+    for (``_quantity("volume")`` would need "volume" in twin.scenario.model._EXAMPLE)."""
+
+    def parse(value):
+        try:
+            si = parse_quantity(value, "volume")
+        except QuantityError as exc:
+            raise ValueError(str(exc)) from None
+        if not si > 0:
+            raise ValueError(f"must be positive, got {value!r}")
+        return si
+
+    schema = {"type": "string", "description": "volume with units, e.g. '10 m**3'",
+              "examples": ["10 m**3"]}
+    return Annotated[float, BeforeValidator(parse), WithJsonSchema(schema)]
+
+
+Volume = _volume()
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------------------------
+# Weather
+# --------------------------------------------------------------------------------------------
+class ConstantWeather(_Strict):
+    """Constant outdoor conditions: dry-bulb and either wet-bulb or relative humidity."""
+
+    kind: Literal["constant"]
+    t_dry_bulb: Temperature = 20.0
+    t_wet_bulb: Temperature | None = None
+    rh: Fraction | None = None
+
+    @model_validator(mode="after")
+    def _humidity(self):
+        if self.t_wet_bulb is not None and self.rh is not None:
+            raise ValueError("give t_wet_bulb or rh, not both")
+        if self.t_wet_bulb is not None and self.t_wet_bulb > self.t_dry_bulb:
+            raise ValueError("t_wet_bulb above t_dry_bulb")
+        return self
+
+
+class EpwWeather(_Strict):
+    """Typical-year weather from an EPW file (a bundled name such as ``Leesburg``, or a path)."""
+
+    kind: Literal["epw"]
+    file: Annotated[str, Field(min_length=1)] = "Leesburg"
+    start_day: Annotated[float, Field(ge=1.0, lt=366.0)] | None = None  # default: scenario start
+
+
+class DesignDayWeather(_Strict):
+    """An ASHRAE design day from an EPW file's header, repeating every 24 h."""
+
+    kind: Literal["design_day"]
+    file: Annotated[str, Field(min_length=1)] = "Leesburg"
+    day: Annotated[str, Field(pattern=r"^(cooling|evaporation)_(0\.4|1|2)$")] = "cooling_0.4"
+
+
+class CsvWeather(_Strict):
+    """Weather from a CSV file (columns: time, t_dry_bulb, one of t_wet_bulb / rh / t_dew_point)."""
+
+    kind: Literal["csv"]
+    file: Annotated[str, Field(min_length=1)]
+
+
+WeatherSpec = Annotated[
+    ConstantWeather | EpwWeather | DesignDayWeather | CsvWeather, Field(discriminator="kind")
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Equipment
+# --------------------------------------------------------------------------------------------
+#: Default catalogue templates by heat-rejection kind (chiller: air-cooled beside dry coolers,
+#: water-cooled beside towers).
+DEFAULT_TEMPLATES = {
+    "dry_cooler": ("dry-cooler-1mw", "air-cooled-chiller-1mw"),
+    "hybrid": ("adiabatic-dry-cooler-1mw", "air-cooled-chiller-1mw"),
+    "cooling_tower": ("cooling-tower-1mw", "water-cooled-chiller-1mw"),
+}
+
+Count = Annotated[int, Field(ge=1, le=10_000)]
+
+
+class HeatRejectionSpec(_Strict):
+    """Outdoor heat rejection: kind, catalogue template (default by kind) and unit count
+    (default: enough units for the CDUs' rated capacity)."""
+
+    kind: Literal["dry_cooler", "cooling_tower", "hybrid"] = "dry_cooler"
+    template: str | None = None
+    count: Count | None = None
+
+
+class ChillerSpec(_Strict):
+    """Trim chillers (default template by heat-rejection kind; count: enough for the whole
+    design load, so the plant can run on chillers alone)."""
+
+    template: str | None = None
+    count: Annotated[int, Field(ge=0, le=10_000)] | None = None
+
+
+class EconomiserSpec(_Strict):
+    """Economiser and chiller switching on the facility-water loop, with hysteresis.
+
+    The chiller starts as soon as free cooling at full fan speed cannot hold the supply
+    set-point and stops once free cooling could reach ``hysteresis`` below it. Free cooling
+    (in series ahead of the chiller) stays on while it cools the return water by at least
+    ``min_useful``, and comes back once it could cool it by ``min_useful + hysteresis``.
+    """
+
+    hysteresis: TemperatureDelta = 1.0
+    min_useful: TemperatureMargin = 0.5
+
+
+class CRAHSpec(_Strict):
+    """Air side: CRAH units on a chilled-water circuit, holding the cold aisle."""
+
+    template: str = "crah-150kw"
+    count: Count | None = None  # default: the air share of the CDUs' capacity, N+1
+    cold_aisle: Temperature = 25.0
+    chilled_water_supply: Temperature = 20.0
+    air_volume: Volume = 3000.0  # room air the cold aisle mixes with [m3]
+    time_constant: Duration = 120.0  # closed-loop time constant of the cold-aisle control [s]
+
+
+class CDUControlSpec(_Strict):
+    """PI control of each CDU's secondary supply through its primary (facility-water) valve.
+
+    ``kp`` is the proportional share of the model-based correction (0..1, dimensionless: the
+    gain is scheduled on the heat exchanger's sensitivity), ``ti`` the integral time.
+    """
+
+    kp: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.3
+    ti: Duration = 30.0
+    valve_min: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05
+    failover_delay: Delay = 10.0  # standby pump or standby CDU taking over [s]
+
+
+class PumpSpec(_Strict):
+    """Facility-water (and chilled-water) pumps: catalogue template sized to the loop."""
+
+    template: str = "facility-water-pump"
+
+
+class UPSSpec(_Strict):
+    template: str = "ups-1250kw"
+    mode: Literal["double_conversion", "eco"] = "double_conversion"
+
+
+class TransformerSpec(_Strict):
+    template: str = "mv-transformer-2500kva"
+
+
+class PlantSpec(_Strict):
+    """The facility cooling plant and power chain of a scenario (``plant:``)."""
+
+    weather: WeatherSpec = EpwWeather(kind="epw")
+    facility_water_supply: Temperature = 30.0
+    facility_water_volume: Volume | None = None  # default: sized from the design load
+    heat_rejection: HeatRejectionSpec = HeatRejectionSpec()
+    chiller: ChillerSpec | None = ChillerSpec()  # null: no chiller
+    economiser: EconomiserSpec = EconomiserSpec()
+    crah: CRAHSpec = CRAHSpec()
+    cdu_control: CDUControlSpec = CDUControlSpec()
+    pumps: PumpSpec = PumpSpec()
+    ups: UPSSpec = UPSSpec()
+    transformer: TransformerSpec = TransformerSpec()
+
+    @model_validator(mode="after")
+    def _chilled_water(self):
+        if self.crah.chilled_water_supply >= self.crah.cold_aisle:
+            raise ValueError("crah.chilled_water_supply must be below crah.cold_aisle")
+        return self
+
+    def templates(self) -> dict[str, str]:
+        """Heat-rejection and chiller templates after defaults: ``{"heat_rejection", "chiller"}``."""
+        hr, ch = DEFAULT_TEMPLATES[self.heat_rejection.kind]
+        return {
+            "heat_rejection": self.heat_rejection.template or hr,
+            "chiller": (self.chiller.template or ch) if self.chiller is not None else None,
+        }
