@@ -191,7 +191,7 @@ class Simulation:
         sy, sc, cat = self.system, self.scenario, loaded.catalog
         design_flow = np.bincount(sy.rack_cdu, weights=sy.rack_m_coolant, minlength=sy.cdu_name.size)
         start = pd.Timestamp(sc.time.start)
-        day = start.dayofyear + (start - start.normalize()).total_seconds() / 86400.0
+        day = start.day_of_year + (start - start.normalize()).total_seconds() / 86400.0
         try:
             self.plant = Plant(sc.plant, cat, list(sy.cdu_template), sy.cdu_setpoint, design_flow, self.h,
                                start_day_of_year=day, base_dir=loaded.base)

@@ -1,0 +1,97 @@
+"""The cooling plant inside whole runs: energy balance, climates, pump trip, bad weather files."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import SCENARIOS
+from twin.cli import app
+from twin.export.dataset import build_tree, summary
+from twin.scenario import load_scenario
+from twin.sim.driver import Simulation
+
+ANNUAL = SCENARIOS / "annual-leesburg.yaml"
+ONE_US = [{"name": "h", "rows": [{"name": "r", "racks": [
+    {"name": "us", "template": "trn3-gen2-ultraserver", "cdu": "cdu"}]}]}]
+
+
+def _run(path, over):
+    sim = Simulation(load_scenario(path, over))
+    sim.run()
+    return sim, build_tree(sim), summary(sim)
+
+
+def test_day_energy_balance_closes():
+    """Over a simulated day (60 s steps, one UltraServer, Leesburg in July):
+    - the plant: heat in (liquid + air + its own electric) = heat rejected + stored, within 0.5 %;
+    - the meter: facility energy = IT + cooling + UPS/busway + transformer losses (recorded series)."""
+    over = {"time": {"start": "2026-07-01T00:00:00", "duration": "1 d", "step": "60 s"}, "halls": ONE_US,
+            "record": {"facility": "60 s", "rack": "60 s"}}
+    sim, tree, kpi = _run(ANNUAL, over)
+    assert abs(kpi["plant_energy_residual"]) < 0.005
+    f = tree["facility"].to_dataset()
+    lhs = float(f["p_facility"].sum())
+    rhs = float((f["p_it"] + f["p_cooling"] + f["p_ups_loss"] + f["p_transformer_loss"]).sum())
+    assert lhs == pytest.approx(rhs, rel=1e-9)
+    assert kpi["pue"] == pytest.approx(lhs / float(f["p_it"].sum()), rel=1e-9)
+    assert 1.03 < kpi["pue"] < 1.4
+
+
+@pytest.fixture(scope="module")
+def climates():
+    """A year of hourly weather in three climates, same hall and controls."""
+    out = {}
+    for city in ("Phoenix", "Leesburg", "Seattle"):
+        over = {"halls": ONE_US, "plant": {"weather": {"kind": "epw", "file": city},
+                                           "facility_water_supply": "32 degC"},
+                "record": {"rack": "off", "cdu": "off"}}
+        out[city] = _run(ANNUAL, over)[2]
+    return out
+
+
+def test_annual_pue_and_chiller_hours_follow_the_climate(climates):
+    pue = {c: k["pue"] for c, k in climates.items()}
+    hours = {c: k["chiller_hours"] for c, k in climates.items()}
+    assert pue["Phoenix"] > pue["Leesburg"] > pue["Seattle"]
+    assert hours["Phoenix"] > hours["Leesburg"] > hours["Seattle"]
+    assert all(1.03 <= p <= 1.4 for p in pue.values()), pue
+    assert all(abs(k["plant_energy_residual"]) < 0.005 for k in climates.values())
+
+
+def test_pump_trip_with_plant():
+    """The CDU pump trip scenarios with the plant: without failover, throttling and trips; with
+    the standby after 10 s, no device passes its shutdown point."""
+    for name, tripped in (("cdu-pump-trip", True), ("cdu-pump-trip-failover", False)):
+        over = {"time": {"duration": "12 min"}, "plant": {"weather": {"kind": "constant", "t_dry_bulb": "30 degC"}}}
+        sim, tree, kpi = _run(SCENARIOS / f"{name}.yaml", over)
+        flow = tree["cdu"]["flow"].sel(cdu="cdu-1").values
+        assert flow[599] > 0 and flow[605] == 0.0
+        if tripped:
+            assert kpi["devices_tripped"] > 0 and kpi["time_to_first_throttle_s"] < 60
+        else:
+            assert kpi["devices_tripped"] == 0 and sim.totals.t_die_max < 100.0
+            assert flow[-1] == pytest.approx(flow[599], rel=1e-6)
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda lines: lines[:8] + [",".join(line.split(",")[:5]) for line in lines[8:]], "bad.epw:9: expected at least 10 fields"),
+    (lambda lines: lines[:8] + [line.replace(",", ";") for line in lines[8:]], ""),
+])
+def test_garbled_epw_is_one_line_exit_2(tmp_path, damage, message):
+    from twin.cooling.weather import bundled_epw
+
+    lines = bundled_epw("Leesburg").read_text(encoding="latin-1").splitlines()
+    bad = tmp_path / "bad.epw"
+    bad.write_text("\n".join(damage(lines)) + "\n", encoding="latin-1")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(ANNUAL.read_text().replace("file: Leesburg}", f"file: {bad}}}"))
+    for command in (["validate", str(scenario)], ["run", str(scenario), "-o", str(tmp_path / "x.nc")]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code == 2, result.output
+        lines_out = result.stderr.strip().splitlines()
+        assert len(lines_out) == 1 and lines_out[0].startswith(f"{scenario}:")
+        assert "plant.weather" in lines_out[0] and "bad.epw" in lines_out[0]
+        assert message in lines_out[0]
+    assert not (tmp_path / "x.nc").exists()
