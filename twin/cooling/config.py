@@ -200,6 +200,7 @@ class PlantSpec(_Strict):
     """The facility cooling plant and power chain of a scenario (``plant:``)."""
 
     weather: WeatherSpec = EpwWeather(kind="epw")
+    step: Delay | None = None  # plant update interval (a multiple of time.step); default: every step
     facility_water_supply: Temperature = 30.0
     facility_water_volume: Volume | None = None  # default: sized from the design load
     heat_rejection: HeatRejectionSpec = HeatRejectionSpec()

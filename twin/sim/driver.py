@@ -192,9 +192,16 @@ class Simulation:
         design_flow = np.bincount(sy.rack_cdu, weights=sy.rack_m_coolant, minlength=sy.cdu_name.size)
         start = pd.Timestamp(sc.time.start)
         day = start.day_of_year + (start - start.normalize()).total_seconds() / 86400.0
+        # Multi-rate: the plant (time constants of minutes) may update every k thermal steps,
+        # on the block means of its inputs; its outputs are held in between.
+        self.plant_every = max(1, int(round((sc.plant.step or self.h) / self.h)))
+        self._plant_acc = None
+        self._plant_n = 0
+        self._plant_state = None
+        self._plant_updated = False
         try:
-            self.plant = Plant(sc.plant, cat, list(sy.cdu_template), sy.cdu_setpoint, design_flow, self.h,
-                               start_day_of_year=day, base_dir=loaded.base)
+            self.plant = Plant(sc.plant, cat, list(sy.cdu_template), sy.cdu_setpoint, design_flow,
+                               self.h * self.plant_every, start_day_of_year=day, base_dir=loaded.base)
         except FieldError as exc:
             raise loaded.locate(exc) from None
         ups = cat.ups[sc.plant.ups.template]
@@ -227,6 +234,34 @@ class Simulation:
         n, tr = self.n_transformers, self.transformer
         loss_tr = float(n * transformer_losses(p_util / n, tr.rating.si, tr.no_load_loss.si, tr.load_loss.si))
         return p_util + loss_tr, p_ups_in, p_ups_in - p_it, loss_tr
+
+    def _plant_step(self, cdu_return, cdu_flow, q_air, p_it):
+        """The plant's state for this thermal step.
+
+        With ``plant.step`` longer than the thermal step (multi-rate), the plant advances at the
+        start of each block of ``plant_every`` steps on the mean inputs of the block before (the
+        first block: the initial steady state) and its state is held through the block.
+        """
+        k = self.plant_every
+        self._plant_updated = False
+        if k == 1:
+            self._plant_updated = True
+            return self.plant.step(self.time, cdu_return, cdu_flow, q_air, p_it)
+        if self.step_index % k == 0:
+            inputs = self._plant_inputs if self._plant_acc is None else self._plant_acc / self._plant_n
+            n = cdu_flow.size
+            q_mean, flow_mean = inputs[:n], inputs[n: 2 * n]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                ret = np.where(flow_mean > 0, self.cdu_supply + q_mean / (flow_mean * CP_WATER), np.nan)
+            self._plant_state = self.plant.step(self.time, ret, flow_mean, inputs[-2], inputs[-1])
+            self._plant_updated = True
+            self._plant_acc, self._plant_n = None, 0
+        with np.errstate(invalid="ignore"):
+            q = np.where(cdu_flow > 0, (cdu_return - self.cdu_supply) * cdu_flow * CP_WATER, 0.0)
+        row = np.concatenate([q, cdu_flow, [q_air, p_it]])
+        self._plant_acc = row if self._plant_acc is None else self._plant_acc + row
+        self._plant_n += 1
+        return self._plant_state
 
     def _fluxes(self):
         """Heat to each CDU's liquid and to room air [W] at the present node temperatures."""
@@ -376,6 +411,8 @@ class Simulation:
                 q_cdu, q_air = self._fluxes()
                 m = np.bincount(sy.rack_cdu, weights=sy.rack_sum(self.m_coolant), minlength=sy.cdu_name.size)
                 self.plant.initialise(q_cdu, q_air, t=0.0, secondary_flow=m)
+                p_it0 = float(self.system.rack_sum(self.system.sled_sum(self._device_power(u0))).sum())
+                self._plant_inputs = np.concatenate([q_cdu, m, [q_air, p_it0]])
                 self._boundaries()
                 p = self._device_power(u0)
                 for i, g in enumerate(sy.groups):
@@ -452,7 +489,7 @@ class Simulation:
         cold_aisle_used = self.t_cold_aisle
         ps = None
         if self.plant is not None:
-            ps = self.plant.step(self.time, cdu_return, cdu_flow, float(q_air.sum()), p_it)
+            ps = self._plant_step(cdu_return, cdu_flow, float(q_air.sum()), p_it)
             p_pump = ps.p_pump
             p_cooling = float(ps.p_cooling)
         else:
@@ -504,12 +541,12 @@ class Simulation:
             st.facility_p_transformer_loss = np.array([loss_tr])
             st.cdu_q = ps.q
             st.cdu_valve = ps.valve
-            # Boundaries for the next step come from the plant.
+            # Boundaries for the next step come from the plant (when it has just updated).
             flows_changed = not np.array_equal(self.plant.secondary_flow_factor, self._plant_flow_factor)
             self._plant_flow_factor = self.plant.secondary_flow_factor.copy()
             if flows_changed:
                 self._apply_flows()
-            else:
+            elif self._plant_updated:
                 self._boundaries()
             self.water += ps.water * h
             if self.on_battery and self.battery_left <= 0 and not np.isfinite(self.ride_through):
