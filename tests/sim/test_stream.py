@@ -25,7 +25,7 @@ def test_streamed_zarr_equals_in_memory(tmp_path, monkeypatch):
     stream = ZarrStream(tmp_path / "q.zarr")
     sim = Simulation(load_scenario(SCENARIOS / "quickstart.yaml", over), sink=stream)
     assert sim.recorder.groups["rack"].capacity == 23  # 2 racks × 10 variables × 8 bytes × 23
-    assert sim.recorder.groups["facility"].capacity == 600  # facility stays in memory
+    assert sim.recorder.groups["facility"].capacity < 600  # facility is streamed too
     sim.run()
     stream.finish()
     got = twin.load(tmp_path / "q.zarr")

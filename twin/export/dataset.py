@@ -103,10 +103,9 @@ def summary(sim) -> dict[str, float | int]:
         if sim.on_battery or np.isfinite(sim.ride_through) or sim.battery_left < sim.battery_energy:
             kpi["battery_left_J"] = sim.battery_left
             kpi["ride_through_s"] = sim.ride_through
-    rec = sim.recorder.groups.get("facility")
-    if rec is not None and "p_it" in rec.out and rec.filled > 1:
-        series = rec.out["p_it"][: rec.filled, 0]
-        dt = rec.every * sim.h_w
+    series = sim.recorder.p_it_series()
+    if series is not None and series.size > 1:
+        dt = sim.recorder.groups["facility"].every * sim.h_w
         kpi["p_it_record_interval_s"] = dt
         kpi["peak_to_average"] = peak_to_average(series)
         kpi["largest_ramp_W_per_s"] = largest_ramp(series, dt)

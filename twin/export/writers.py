@@ -62,7 +62,7 @@ class ZarrStream:
     """Streams a run into a Zarr store as it goes, so memory stays flat however long the run.
 
     Use as the recorder's sink: every full buffer of a group is appended along ``time``. The
-    store is written under a temporary name; :meth:`finish` adds the facility group and the root
+    store is written under a temporary name; :meth:`finish` flushes the last buffers, adds the root
     attributes, consolidates the metadata and renames it into place (also after an interrupt, so
     what was recorded is kept). :meth:`abort` removes it.
     """
@@ -90,17 +90,14 @@ class ZarrStream:
     def finish(self, interrupted: bool = False) -> Path:
         import zarr
 
-        from twin.export.dataset import group_dataset, root_attrs
+        from twin.export.dataset import root_attrs
 
         sim = self.sim
+        attrs = root_attrs(sim, interrupted)  # KPIs need the facility series before its last flush
         sim.recorder.close()
-        facility = sim.recorder.snapshot().get("facility")
-        if facility is not None:
-            group_dataset(sim, "facility", facility).to_zarr(
-                self.tmp, group="facility", mode="w-", zarr_format=2, consolidated=False)
         root = zarr.open_group(str(self.tmp), mode="a", zarr_format=2)
         root.attrs.update({k: (v.item() if hasattr(v, "item") else v)
-                           for k, v in root_attrs(sim, interrupted).items()})
+                           for k, v in attrs.items()})
         zarr.consolidate_metadata(str(self.tmp))
         _remove(self.path)
         os.replace(self.tmp, self.path)

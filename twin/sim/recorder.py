@@ -60,16 +60,16 @@ class Recorder:
     variables : dict
         Variables per group (default: all of :data:`VARIABLES`).
     sink : callable, optional
-        ``sink(group, {variable: (k, entities)}, offset)`` receives full buffers of every group
-        but ``facility`` (which stays in memory for the run's KPIs); memory then stays at
-        ``buffer`` samples per group however long the run.
+        ``sink(group, {variable: (k, entities)}, offset)`` receives full buffers of every group;
+        memory then stays at ``buffer_bytes`` per group however long the run, plus the facility
+        IT power series kept for the run's power-quality KPIs (8 bytes a sample).
     buffer_bytes : int
         Memory per streamed group held before handing its samples to the sink (at least 16
         samples).
     """
 
     def __init__(self, sizes, intervals, n_substeps, n_sub, variables=None, sink=None,
-                 buffer_bytes=64 * 2**20, plant=False):
+                 buffer_bytes=8 * 2**20, plant=False):
         self.n_sub = n_sub
         self.sink = sink
         self.groups: dict[str, _Group] = {}
@@ -81,19 +81,23 @@ class Recorder:
             if not plant:
                 names = [v for v in names if (group, v) not in PLANT_ONLY]
             total = n_substeps // every
-            streamed = sink is not None and group != "facility"
+            streamed = sink is not None
             per_sample = 8 * sizes[group] * len(names)
             capacity = max(1, min(total, max(16, buffer_bytes // per_sample))) if streamed else total
             self.groups[group] = _Group(group, names, sizes[group], every, total, capacity)
+            if group == "facility" and streamed:
+                self._p_it = np.full(total, np.nan)
 
     def _maybe_flush(self, g: _Group) -> None:
-        if self.sink is not None and g.name != "facility" and g.filled == g.capacity:
+        if self.sink is not None and g.filled == g.capacity:
             self.flush(g)
 
     def flush(self, g: _Group) -> None:
         """Hand the buffered samples of ``g`` to the sink and empty the buffer."""
         if g.filled:
             g.last = {v: g.out[v][g.filled - 1].copy() for v in g.out}
+            if g.name == "facility" and "p_it" in g.out:
+                self._p_it[g.flushed: g.flushed + g.filled] = g.out["p_it"][: g.filled, 0]
             self.sink(g.name, {v: g.out[v][: g.filled] for v in g.out}, g.flushed)
             g.flushed += g.filled
             g.filled = 0
@@ -102,8 +106,7 @@ class Recorder:
         """Flush every streamed group (end of run or interrupt)."""
         if self.sink is not None:
             for g in self.groups.values():
-                if g.name != "facility":
-                    self.flush(g)
+                self.flush(g)
 
     def add(self, state) -> None:
         """Add one thermal step; ``state.<group>_<variable>`` holds each value."""
@@ -157,6 +160,15 @@ class Recorder:
             g.filled += k
             done += k
             self._maybe_flush(g)
+
+    def p_it_series(self) -> np.ndarray | None:
+        """The whole run's recorded facility IT power so far [W] (for power-quality KPIs)."""
+        g = self.groups.get("facility")
+        if g is None or "p_it" not in g.out:
+            return None
+        if self.sink is None:
+            return g.out["p_it"][: g.filled, 0]
+        return np.concatenate([self._p_it[: g.flushed], g.out["p_it"][: g.filled, 0]])
 
     @staticmethod
     def _derive(g: _Group, sl: slice) -> None:
