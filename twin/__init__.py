@@ -4,6 +4,7 @@ Notebook entry points::
 
     import twin
     tree = twin.load("out/quickstart.nc")      # xarray.DataTree
+    twin.kpis(tree)                            # pandas DataFrame of KPIs (a row per sweep variant)
 """
 
 from importlib.metadata import PackageNotFoundError, version
@@ -21,4 +22,17 @@ def load(path):
     return open_result(path)
 
 
-__all__ = ["__version__", "load"]
+def kpis(tree):
+    """KPIs as a pandas DataFrame: one row per result, or per variant of a sweep.
+
+    ``tree`` is a result of ``twin run`` or ``twin sweep`` (a DataTree from :func:`load`, or a
+    path), or a list of them. Columns are the KPIs (``pue``, ``energy_it_J``,
+    ``p_facility_peak_W``, …; units in the name) and, for a sweep, the parameters, ``status``
+    and ``error`` of each variant.
+    """
+    from twin.report.plots import kpi_frame
+
+    return kpi_frame(tree)
+
+
+__all__ = ["__version__", "kpis", "load"]

@@ -1,0 +1,117 @@
+"""Sweep scaling: the same 16-variant sweep on 1 and on 2 Dask workers.
+
+16 variants of the quickstart UltraServer (facility water 25…40 degC in 1 K steps, the training
+swing from the first second, devices recorded every minute), each run for ``--duration``
+(default 2 h at a 1 s step, ~2 s of wall time per variant). Each sweep writes to its own empty
+folder, so nothing is skipped. The wall time is measured with the LocalCluster already started
+(the sweep itself) and also including the cluster start.
+
+Usage: ``python benchmarks/sweep_scaling.py [--duration '2 h'] [--workers 2]``; the target on a
+2-core machine is a speed-up of at least 1.6×.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write_sweep(folder: Path, duration: str) -> Path:
+    path = folder / "scaling.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "scaling",
+        "base": str(ROOT / "scenarios" / "quickstart.yaml"),
+        "duration": duration,
+        "set": {
+            "workload.0.profile": [{"at": "0 s", "swing": {"high": 0.95, "low": 0.25, "period": "10 s", "duty": 0.7}}],
+            "record.device": "60 s",
+        },
+        "parameters": [{"path": "site.facility_water_supply",
+                        "grid": {"start": "25 degC", "stop": "40 degC", "step": "1 K"}}],
+    }, sort_keys=False))
+    return path
+
+
+def wait_quiet(limit: float = 10.0, patience: float = 600.0) -> float:
+    """Wait until the machine is idle (CPU use below ``limit`` % over 2 s, at most ``patience``
+    seconds): other work on a 2-core machine would spoil the comparison. Returns the last use."""
+    import psutil
+
+    t0 = time.perf_counter()
+    use = psutil.cpu_percent(interval=2.0)
+    while use > limit and time.perf_counter() - t0 < patience:
+        use = psutil.cpu_percent(interval=2.0)
+    return use
+
+
+def busy_other_cpu_seconds(since: dict) -> float:
+    """CPU seconds used since ``since`` by processes outside this benchmark's process tree."""
+    import psutil
+
+    mine = {os.getpid(), *(c.pid for c in psutil.Process().children(recursive=True))}
+    total = 0.0
+    for p in psutil.process_iter(["pid", "cpu_times"]):
+        if p.info["pid"] in mine or p.info["cpu_times"] is None:
+            continue
+        t = p.info["cpu_times"]
+        total += (t.user + t.system) - since.get(p.info["pid"], 0.0)
+    return total
+
+
+def cpu_snapshot() -> dict:
+    import psutil
+
+    return {p.info["pid"]: p.info["cpu_times"].user + p.info["cpu_times"].system
+            for p in psutil.process_iter(["pid", "cpu_times"]) if p.info["cpu_times"] is not None}
+
+
+def timed_sweep(plan, out: Path, workers: int) -> tuple[float, float, float]:
+    """(wall seconds of the sweep with the cluster up, wall seconds including the cluster start,
+    CPU seconds other processes used meanwhile)."""
+    from twin.sweep.run import dask_client, run_sweep
+
+    wait_quiet()
+    before = cpu_snapshot()
+    t0 = time.perf_counter()
+    with dask_client(workers) as client:  # the LocalCluster `twin sweep --workers N` starts
+        client.wait_for_workers(workers)
+        client.run(lambda: __import__("twin.sim.driver"))  # import twin on the workers before timing
+        t1 = time.perf_counter()
+        res = run_sweep(plan, out, client=client)
+        t2 = time.perf_counter()
+    assert res.n_run == len(plan.variants) and res.n_failed == 0, res.errors
+    return t2 - t1, t2 - t0, busy_other_cpu_seconds(before)
+
+
+def main():
+    from twin.sweep.spec import load_sweep
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--duration", default="2 h", help="simulated time per variant")
+    ap.add_argument("--workers", type=int, default=2, help="workers of the parallel run")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        plan = load_sweep(write_sweep(tmp, args.duration))
+        n = len(plan.variants)
+        print(f"{n} variants of {args.duration} each; {os.cpu_count()} CPUs")
+        one, one_total, other1 = timed_sweep(plan, tmp / "w1" / "s.zarr", 1)
+        print(f"1 worker : {one:6.1f} s  ({one_total:6.1f} s with cluster start)  {one / n:.2f} s/variant"
+              f"  [other processes: {other1:.1f} CPU-s]")
+        many, many_total, other2 = timed_sweep(plan, tmp / "w2" / "s.zarr", args.workers)
+        print(f"{args.workers} workers: {many:6.1f} s  ({many_total:6.1f} s with cluster start)"
+              f"                 [other processes: {other2:.1f} CPU-s]")
+        print(f"speed-up: {one / many:.2f}x  ({one_total / many_total:.2f}x with cluster start)")
+        if max(other1, other2) > 0.05 * many:
+            print("warning: other processes used the CPUs during the runs; the figure is not reliable")
+
+
+if __name__ == "__main__":
+    main()
