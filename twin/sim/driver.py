@@ -393,33 +393,34 @@ class Simulation:
         """Σ C·T over all nodes [J] (relative to 0 degC)."""
         return float(sum((T * g.capacity).sum() for T, g in zip(self.T, self.system.groups)))
 
-    def _initial_state(self):
-        """Steady state under the first step's demand (leakage iterated to a fixed point)."""
+    def _settle(self, u0, iterations: int) -> None:
+        """Node temperatures at steady state under utilisation ``u0`` with the present
+        boundaries, iterating the leakage's temperature dependence to a fixed point."""
         sy = self.system
-        u0 = self.workload.rules.demand(0.0, self.h_w, 1)[0]
-        self.t_die[:] = sy.chip["t_ref"]
-        for _ in range(STEADY_ITERATIONS):
+        for _ in range(iterations):
             p = self._device_power(u0)
             for i, g in enumerate(sy.groups):
                 q = self.q_base[i].copy()
                 q[:, : g.k] += p[g.devices]
                 self.T[i] = self.integrator.steady_state(i, q)
                 self.t_die[g.devices] = self.T[i][:, : g.k]
+
+    def _initial_state(self):
+        """Steady state under the first step's demand; with a plant, racks and plant settle
+        together (the plant's supply temperatures feed the racks and their heat the plant)."""
+        sy = self.system
+        u0 = self.workload.rules.demand(0.0, self.h_w, 1)[0]
+        self.t_die[:] = sy.chip["t_ref"]
+        self._settle(u0, STEADY_ITERATIONS)
         if self.plant is not None:
-            sy = self.system
-            for _ in range(2):  # racks and plant settle together
+            for _ in range(2):
                 q_cdu, q_air = self._fluxes()
                 m = np.bincount(sy.rack_cdu, weights=sy.rack_sum(self.m_coolant), minlength=sy.cdu_name.size)
                 self.plant.initialise(q_cdu, q_air, t=0.0, secondary_flow=m)
-                p_it0 = float(self.system.rack_sum(self.system.sled_sum(self._device_power(u0))).sum())
-                self._plant_inputs = np.concatenate([q_cdu, m, [q_air, p_it0]])
+                p_dc = sy.rack_sum(sy.sled_sum(self._device_power(u0)) + sy.sled_overhead + self.fan_power)
+                self._plant_inputs = np.concatenate([q_cdu, m, [q_air, float(p_dc.sum())]])
                 self._boundaries()
-                p = self._device_power(u0)
-                for i, g in enumerate(sy.groups):
-                    q = self.q_base[i].copy()
-                    q[:, : g.k] += p[g.devices]
-                    self.T[i] = self.integrator.steady_state(i, q)
-                    self.t_die[g.devices] = self.T[i][:, : g.k]
+                self._settle(u0, STEADY_ITERATIONS)
         self.totals.stored_start = self._stored_heat()
 
     # -- one step ----------------------------------------------------------------------------
