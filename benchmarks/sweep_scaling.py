@@ -4,7 +4,9 @@
 swing from the first second, devices recorded every minute), each run for ``--duration``
 (default 2 h at a 1 s step, ~2 s of wall time per variant). Each sweep writes to its own empty
 folder, so nothing is skipped. The wall time is measured with the LocalCluster already started
-(the sweep itself) and also including the cluster start.
+(the sweep itself) and also including the cluster start. On a shared machine other processes
+spoil the comparison: each timed sweep waits for the CPUs to be idle, counts the CPU time other
+processes used meanwhile, and the pair is repeated (``--attempts``) while that exceeds 2 CPU-s.
 
 Usage: ``python benchmarks/sweep_scaling.py [--duration '2 h'] [--workers 2]``; the target on a
 2-core machine is a speed-up of at least 1.6×.
@@ -21,6 +23,8 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+#: CPU seconds other processes may use during a timed sweep before the figure is distrusted.
+OTHER_CPU_LIMIT = 2.0
 
 
 def write_sweep(folder: Path, duration: str) -> Path:
@@ -56,12 +60,17 @@ def busy_other_cpu_seconds(since: dict) -> float:
     import psutil
 
     mine = {os.getpid(), *(c.pid for c in psutil.Process().children(recursive=True))}
-    total = 0.0
-    for p in psutil.process_iter(["pid", "cpu_times"]):
+    total, top = 0.0, []
+    for p in psutil.process_iter(["pid", "cpu_times", "name", "cmdline"]):
         if p.info["pid"] in mine or p.info["cpu_times"] is None:
             continue
         t = p.info["cpu_times"]
-        total += (t.user + t.system) - since.get(p.info["pid"], 0.0)
+        used = (t.user + t.system) - since.get(p.info["pid"], 0.0)
+        total += used
+        if used > 1.0:
+            top.append((used, " ".join(p.info["cmdline"] or [p.info["name"]])[:100]))
+    for used, cmd in sorted(top, reverse=True)[:3]:
+        print(f"    other: {used:.1f} CPU-s {cmd}")
     return total
 
 
@@ -96,21 +105,26 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--duration", default="2 h", help="simulated time per variant")
     ap.add_argument("--workers", type=int, default=2, help="workers of the parallel run")
+    ap.add_argument("--attempts", type=int, default=3, help="repeat while other processes disturb the runs")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         plan = load_sweep(write_sweep(tmp, args.duration))
         n = len(plan.variants)
         print(f"{n} variants of {args.duration} each; {os.cpu_count()} CPUs")
-        one, one_total, other1 = timed_sweep(plan, tmp / "w1" / "s.zarr", 1)
-        print(f"1 worker : {one:6.1f} s  ({one_total:6.1f} s with cluster start)  {one / n:.2f} s/variant"
-              f"  [other processes: {other1:.1f} CPU-s]")
-        many, many_total, other2 = timed_sweep(plan, tmp / "w2" / "s.zarr", args.workers)
-        print(f"{args.workers} workers: {many:6.1f} s  ({many_total:6.1f} s with cluster start)"
-              f"                 [other processes: {other2:.1f} CPU-s]")
-        print(f"speed-up: {one / many:.2f}x  ({one_total / many_total:.2f}x with cluster start)")
-        if max(other1, other2) > 0.05 * many:
-            print("warning: other processes used the CPUs during the runs; the figure is not reliable")
+        for attempt in range(1, args.attempts + 1):
+            one, one_total, other1 = timed_sweep(plan, tmp / f"a{attempt}w1" / "s.zarr", 1)
+            print(f"1 worker : {one:6.1f} s  ({one_total:6.1f} s with cluster start)  {one / n:.2f} s/variant"
+                  f"  [other processes: {other1:.1f} CPU-s]")
+            many, many_total, other2 = timed_sweep(plan, tmp / f"a{attempt}w2" / "s.zarr", args.workers)
+            print(f"{args.workers} workers: {many:6.1f} s  ({many_total:6.1f} s with cluster start)"
+                  f"                 [other processes: {other2:.1f} CPU-s]")
+            print(f"speed-up: {one / many:.2f}x  ({one_total / many_total:.2f}x with cluster start)")
+            clean = max(other1, other2) <= OTHER_CPU_LIMIT
+            if clean:
+                break
+            print(f"other processes used more than {OTHER_CPU_LIMIT:g} CPU-s during a run: the figure is not "
+                  "reliable" + ("; again" if attempt < args.attempts else ""))
 
 
 if __name__ == "__main__":

@@ -115,3 +115,16 @@ def test_spectrum_finds_the_swing_amplitude():
     k = np.argmax(amp)
     assert freqs[k] == pytest.approx(0.5)
     assert amp[k] == pytest.approx(1e3, rel=0.01)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("missing.nc", "missing.nc: file not found"),
+    ("result.txt", "unknown output format '.txt'"),
+])
+def test_report_bad_input_is_one_line_exit_2(tmp_path, name, message):
+    path = tmp_path / name
+    if name.endswith(".txt"):
+        path.write_text("not a result")
+    result = CliRunner().invoke(app, ["report", str(path), "-o", str(tmp_path / "r")])
+    assert result.exit_code == 2, result.output
+    assert len(result.output.strip().splitlines()) == 1 and message in result.output, result.output

@@ -184,17 +184,21 @@ def test_extended_sweep_runs_only_new_variants_and_cli(tmp_path):
     assert twin.kpis(out)["status"].tolist() == ["ok", "ok", "ok", "error"]
 
 
-def test_bundled_facility_water_sweep_expands():
-    """scenarios/sweep-facility-water.yaml: 5 facility-water setpoints × 3 climates, every
-    variant valid; the climate is a label until the plant lands (5 distinct runs)."""
-    from twin.sweep.run import check_variant
-
-    plan = load_sweep(SCENARIOS / "sweep-facility-water.yaml")
-    assert len(plan.variants) == 15
+def test_bundled_facility_water_sweep_runs(tmp_path):
+    """scenarios/sweep-facility-water.yaml: 5 facility-water setpoints × 3 climates (the plant's
+    EPW weather), every variant runs (here for 6 hourly steps, in this process)."""
+    plan = load_sweep(SCENARIOS / "sweep-facility-water.yaml", duration="6 h")
+    assert len(plan.variants) == 15 and len({v.key for v in plan.variants}) == 15
     assert sorted(set(plan.coords["climate"][0])) == ["Leesburg", "Phoenix", "Seattle"]
     assert sorted(set(plan.coords["facility_water_supply"][0])) == [27.0, 32.0, 37.0, 40.0, 45.0]
-    assert all(check_variant(plan, v) is None for v in plan.variants)
-    assert len({v.key for v in plan.variants}) == 5
+    assert plan.variants[1].overrides["plant.weather.file"] == "Phoenix"
+    res = run_sweep(plan, tmp_path / "fw.zarr", workers=0)
+    assert res.n_failed == 0, res.errors
+    df = twin.kpis(res.tree)
+    assert (df["pue"] > 1.0).all()
+    # Hotter water, hotter dies (leakage): the same in every climate.
+    hottest = df.groupby("facility_water_supply")["t_die_max_degC"].max()
+    assert hottest.is_monotonic_increasing
 
 
 def test_tune_malloc_applies_only_under_dask_env(monkeypatch):

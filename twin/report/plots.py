@@ -157,13 +157,33 @@ def _scale(values, unit="W"):
 def _thin(ds):
     """``ds`` averaged over contiguous time bins so at most :data:`MAX_POINTS` remain (for
     drawing only); the title says when it was."""
+    k = _bin(ds)
+    if k == 1:
+        return ds, ""
+    t = ds["time"].values
+    return ds.coarsen(time=k, boundary="trim").mean(), f" (means over {_duration((t[1] - t[0]) * k)})"
+
+
+#: Bin lengths for drawing long series [s]: each divides a day (no beat with daily cycles).
+BIN_SECONDS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+
+
+def _bin(ds) -> int:
+    """Samples per drawing bin: 1 up to :data:`MAX_POINTS` samples, else the shortest bin of
+    :data:`BIN_SECONDS` (a whole number of samples) that brings the count under it."""
+    import numpy as np
+
     n = ds.sizes.get("time", 0)
     if n <= MAX_POINTS:
-        return ds, ""
-    k = -(-n // MAX_POINTS)
+        return 1
     t = ds["time"].values
-    dt = (t[1] - t[0]) * k
-    return ds.coarsen(time=k, boundary="trim").mean(), f" (means over {_duration(dt)})"
+    dt = float((t[1] - t[0]) / np.timedelta64(1, "s"))
+    need = n * dt / MAX_POINTS
+    for b in BIN_SECONDS:
+        k = round(b / dt)
+        if b >= need and k >= 1 and abs(k * dt - b) < 1e-9 * b:
+            return k
+    return -(-n // MAX_POINTS)
 
 
 def _duration(td) -> str:
@@ -188,9 +208,8 @@ def plot_power_stack(tree, path: Path) -> Path | None:
     import numpy as np
 
     peak = None
-    if "p_facility" in fac and fac.sizes["time"] > MAX_POINTS:
-        k = -(-fac.sizes["time"] // MAX_POINTS)
-        peak = fac["p_facility"].coarsen(time=k, boundary="trim").max()
+    if "p_facility" in fac and _bin(fac) > 1:
+        peak = fac["p_facility"].coarsen(time=_bin(fac), boundary="trim").max()
     fac, note = _thin(fac)
     t = fac["time"].values
     p_it = fac["p_it"].values

@@ -8,10 +8,9 @@ rules that name racks do not). A probe with N added racks is *feasible* when, ov
   cooling, at the workload step) ≤ the power budget;
 - **cooling**: the peak cooling load ≤ the cooling budget, where the cooling load is the heat the
   racks give to liquid and air, Σ_racks (``q_liquid`` + ``q_air``) (power-shelf losses
-  included), plus the CDU pump power (pump work ends up in the water), each step mean. Until
-  the facility plant lands this is the heat the plant must reject; it then stays the load the
-  plant sees (the plant's own fans and chillers count against the power budget through
-  ``p_facility``);
+  included), plus the CDU pump power (pump work ends up in the water), each step mean: the
+  heat the plant must reject (the plant's own fans, chillers, pumps and UPS and transformer
+  losses count against the power budget through ``p_facility``);
 - **throttling**: the share of device-time spent throttled, throttled_device_seconds /
   (devices × run length), ≤ the tolerance;
 - **capping**: the share of rack-time under a power cap (rack or row limit), capped_rack_seconds
@@ -20,9 +19,10 @@ rules that name racks do not). A probe with N added racks is *feasible* when, ov
 
 The search assumes feasibility falls with N (more racks never make a budget easier). It probes
 N = 0 and 1, extrapolates both budgets linearly from them to a first guess N̂ and probes N̂ and
-N̂ + 1, then doubles or k-sects the bracket (k = number of workers: probes run in parallel on
-Dask) until the largest feasible N sits next to the smallest infeasible one. The binding
-constraint is what the smallest infeasible probe violated.
+N̂ + 1; while everything fits it extrapolates again from the two largest counts that fit, then
+doubles; once a count does not fit it interpolates the broken budget and bisects (k-sects with k
+workers: probes of a round run in parallel on Dask) until the largest feasible N sits next to the
+smallest infeasible one. The binding constraint is what the smallest infeasible probe violated.
 
 Added racks get their own CDU family (the template and setpoint of the row's CDU, or the first
 CDU) with one CDU per ⌊CDU design flow / rack design flow⌋ racks, so pump power stays near
@@ -374,26 +374,33 @@ def capacity_search(scenario: str | Path, template: str, budget_power: float, bu
                     pts.append(est - j if j % 2 else est + 1 + j)
                 run([min(max(p, 2), max_units) for p in pts])
                 lo, hi = bracket()
+            grow = 0
             while hi is None and lo < max_units:
-                run([min(lo * 2 ** (j + 1), max_units) for j in range(k)])
+                # Extrapolate the budgets from the two largest counts that fit (the per-unit
+                # increment changes a little with scale: pumps, plant); double after that.
+                g = _extrapolate(probes, budget_power, budget_cooling) if grow == 0 else None
+                pts = [g, g + 1] if g is not None and g > lo else []
+                pts += [lo * 2 ** (j + 1) for j in range(max(0, k - len(pts)))]
+                run([min(p, max_units) for p in pts])
                 lo, hi = bracket()
-            closed_last = True
+                grow += 1
+            rounds = 0
             while hi is not None and hi - lo > 1:
-                # Interpolate the violated budget between the bracket's ends (probe the guess and
-                # the next count: a linear budget closes in one round); add the midpoint after a
-                # round that did not close, and k-sect with the remaining workers.
+                # Interpolate the violated budget between the bracket's ends and probe the guess
+                # and the next count (a linear budget closes in one round); from the second
+                # round on add the midpoint, so the bracket at least halves; k-sect with the
+                # remaining workers.
                 pts = []
                 g = _interpolate(probes[lo], probes[hi], budget_power, budget_cooling)
                 if g is not None:
                     pts += [g, g + 1]
-                if g is None or not closed_last:
+                if g is None or rounds > 0:
                     pts.append((lo + hi) // 2)
                 step = (hi - lo) / (k + 1)
                 pts += [lo + round(step * (j + 1)) for j in range(max(0, k - len(pts)))]
-                before = (lo, hi)
                 run([p for p in pts if lo < p < hi])
                 lo, hi = bracket()
-                closed_last = hi is not None and hi - lo <= 1 and (lo, hi) != before
+                rounds += 1
     lo = 0 if lo is None else lo
     above = [n for n, p in probes.items() if p.ok and hi is not None and n > hi]
     if above:
@@ -422,6 +429,23 @@ def _interpolate(lo: Probe, hi: Probe, budget_power, budget_cooling) -> int | No
     if not guesses:
         return None
     return min(max(min(guesses), lo.n + 1), hi.n - 1)
+
+
+def _extrapolate(probes, budget_power, budget_cooling) -> int | None:
+    """Next guess beyond the largest count that fits, by linear extrapolation of the budgets
+    from the two largest counts that fit."""
+    fits = sorted(n for n, p in probes.items() if p.ok)
+    if len(fits) < 2:
+        return None
+    a, b = probes[fits[-2]], probes[fits[-1]]
+    guesses = []
+    for attr, budget in (("p_facility_peak", budget_power), ("cooling_peak", budget_cooling)):
+        if budget is None:
+            continue
+        pa, pb = getattr(a, attr), getattr(b, attr)
+        if math.isfinite(pa) and math.isfinite(pb) and pb > pa:
+            guesses.append(b.n + int(math.floor((budget - pb) / ((pb - pa) / (b.n - a.n)) + 1e-9)))
+    return min(guesses) if guesses else None
 
 
 def _estimate(probes, budget_power, budget_cooling) -> int | None:

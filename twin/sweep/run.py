@@ -38,8 +38,8 @@ MAX_COMBINED_VALUES = 50_000_000
 #: KPIs shown in the summary and plotted against the parameters when the sweep names none.
 DEFAULT_KPIS = ("pue", "energy_facility_J", "p_facility_peak_W", "t_die_max_degC", "throttled_device_seconds")
 #: Units of KPIs by name suffix (UDUNITS).
-KPI_UNITS = (("_W_per_s", "W s-1"), ("_per_J", "J-1"), ("_J", "J"), ("_W", "W"), ("_degC", "degC"),
-             ("_s", "s"), ("_seconds", "s"))
+KPI_UNITS = (("_W_per_s", "W s-1"), ("_per_J", "J-1"), ("_L_per_kWh", "L kWh-1"), ("_J", "J"), ("_W", "W"),
+             ("_degC", "degC"), ("_s", "s"), ("_seconds", "s"), ("_hours", "h"), ("_m3", "m3"))
 
 
 def kpi_units(name: str) -> str:
@@ -273,7 +273,6 @@ def run_sweep(plan, out: str | Path, *, workers: int | None = None, scheduler: s
         first.setdefault(v.key, v)
     todo = [k for k in first if k not in errors and not (folder / f"{k}.zarr").is_dir()]
     skipped = sum(1 for k in first if k not in errors and k not in todo)
-    walls: dict[str, float] = {}
 
     def submit_args(key):
         overrides, text = scenario_overrides(plan, first[key])
@@ -286,7 +285,7 @@ def run_sweep(plan, out: str | Path, *, workers: int | None = None, scheduler: s
         if workers == 0 and client is None and not scheduler:
             for i, key in enumerate(todo):
                 r = run_variant(*submit_args(key))
-                _collect(key, r, errors, walls)
+                _collect(key, r, errors)
                 if progress is not None:
                     progress(i + 1, len(todo))
         else:
@@ -294,7 +293,7 @@ def run_sweep(plan, out: str | Path, *, workers: int | None = None, scheduler: s
 
             ctx = contextlib.nullcontext(client) if client is not None else dask_client(workers, scheduler, len(todo))
             with ctx as c:
-                _map(c, todo, submit_args, errors, walls, progress)
+                _map(c, todo, submit_args, errors, progress)
 
     from twin.export.writers import write_tree
 
@@ -305,10 +304,13 @@ def run_sweep(plan, out: str | Path, *, workers: int | None = None, scheduler: s
                        n_failed=len(by_index), wall=time.perf_counter() - t0, errors=by_index)
 
 
-def _map(client, todo, submit_args, errors, walls, progress):
+def _map(client, todo, submit_args, errors, progress):
+    import uuid
+
     from distributed import as_completed
 
-    futures = {client.submit(run_variant, *submit_args(k), key=f"twin-variant-{k}", pure=False): k for k in todo}
+    run_id = uuid.uuid4().hex[:8]  # task keys unique to this call (a reused client keeps old results)
+    futures = {client.submit(run_variant, *submit_args(k), key=f"twin-variant-{k}-{run_id}"): k for k in todo}
     try:
         for i, fut in enumerate(as_completed(futures), 1):
             key = futures[fut]
@@ -316,7 +318,7 @@ def _map(client, todo, submit_args, errors, walls, progress):
                 r = fut.result()
             except Exception as exc:  # a worker died (e.g. out of memory)
                 r = {"ok": False, "error": f"{type(exc).__name__}: {exc}".splitlines()[0], "wall": 0.0}
-            _collect(key, r, errors, walls)
+            _collect(key, r, errors)
             if progress is not None:
                 progress(i, len(todo))
     except BaseException:
@@ -324,8 +326,7 @@ def _map(client, todo, submit_args, errors, walls, progress):
         raise
 
 
-def _collect(key, r, errors, walls):
-    walls[key] = r["wall"]
+def _collect(key, r, errors):
     if not r["ok"]:
         errors[key] = r["error"]
 
@@ -528,8 +529,14 @@ class _Bar:
         if not self.enabled:
             return
         if self.bar is None:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                       TimeElapsedColumn, TimeRemainingColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
             self.bar = Progress(TextColumn("variants"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                                 TimeRemainingColumn(), console=self.console, transient=True)
