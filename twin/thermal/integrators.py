@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 import scipy.sparse
-from scipy.integrate import solve_ivp
+from scipy.integrate import BDF, solve_ivp
 
 from twin.thermal.network import SledGroup, conductance_matrices
 
@@ -147,6 +147,16 @@ class ExponentialIntegrator:
         return np.linalg.solve(A, g[..., None])[..., 0]
 
 
+class _ZeroedBDF(BDF):
+    """scipy's BDF with its difference array zeroed at the start: the rows above the first two
+    are allocated uninitialised and can be read on the first step, which made the reference path
+    depend on memory contents."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.D[2:] = 0.0
+
+
 class ReferenceIntegrator(ExponentialIntegrator):
     """``solve_ivp`` (BDF with a sparse Jacobian) on the same problem: the reference path."""
 
@@ -175,7 +185,7 @@ class ReferenceIntegrator(ExponentialIntegrator):
         g = np.concatenate([(q / blk.cap).ravel(), np.zeros(2 * n)])
         jac = blk.jac
         y0 = np.concatenate([T.ravel(), np.zeros(2 * n)])
-        sol = solve_ivp(lambda t, y: jac @ y + g, (0.0, self.h), y0, method="BDF",
+        sol = solve_ivp(lambda t, y: jac @ y + g, (0.0, self.h), y0, method=_ZeroedBDF,
                         jac=jac, rtol=self.rtol, atol=self.atol)
         if not sol.success:
             raise RuntimeError(f"reference solver failed in sled group '{blk.group.template}': {sol.message}")
