@@ -141,6 +141,25 @@ def _message(err: dict, loc: tuple) -> str:
     return msg
 
 
+def read_document(path: Path, what: str) -> tuple[str, dict[tuple, int], dict]:
+    """Read a YAML mapping with its line map: (text, field path → line, data).
+
+    Raises ScenarioError (file, line) for a missing, unreadable, empty or non-mapping file, for
+    anchors/aliases, duplicate keys and non-string keys.
+    """
+    name = str(path)
+    text = _read(path)
+    node = _compose(text, name)
+    try:
+        lines = _line_map(node)
+    except ScenarioError as exc:
+        raise ScenarioError(exc.message, file=name, line=exc.line, path=exc.path) from None
+    data = yaml.load(text, Loader=yaml.SafeLoader)  # anchors/aliases already refused
+    if not all(isinstance(k, str) for k in data):
+        raise ScenarioError(f"{what} keys must be strings", file=name)
+    return text, lines, data
+
+
 @dataclass
 class LoadedScenario:
     """A validated scenario with what is needed to place later errors in its file."""
@@ -213,16 +232,7 @@ def load_scenario(path: str | Path, overrides: dict | None = None) -> LoadedScen
         With file, line and field path, for every kind of bad input.
     """
     path = Path(path)
-    name = str(path)
-    text = _read(path)
-    node = _compose(text, name)
-    try:
-        lines = _line_map(node)
-    except ScenarioError as exc:
-        raise ScenarioError(exc.message, file=name, line=exc.line, path=exc.path) from None
-    data = yaml.load(text, Loader=yaml.SafeLoader)  # anchors/aliases already refused
-    if not all(isinstance(k, str) for k in data):
-        raise ScenarioError("scenario keys must be strings", file=name)
+    text, lines, data = read_document(path, "scenario")
     for key, value in (overrides or {}).items():
         if isinstance(value, dict) and isinstance(data.get(key), dict):
             data[key] = {**data[key], **value}

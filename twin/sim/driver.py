@@ -25,6 +25,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from twin.cooling.plant import pump_power
 from twin.power.device import device_power
 from twin.power.governor import cap_governor, shutdown_trip, thermal_governor
 from twin.power.delivery import BUSWAY_LOSS_FRACTION, busway_input_power, transformer_losses, ups_input_power
@@ -44,24 +45,6 @@ from twin.workload.engine import Workload
 STEADY_ITERATIONS = 8
 #: Upper bound on the workload block: steps × devices values (≈ 16 MB of float64).
 BLOCK_VALUES = 2_000_000
-
-
-def cdu_pump_power(flow, design_flow, design_power):
-    """Pump power by the affinity law.
-
-    Parameters
-    ----------
-    flow, design_flow : ndarray
-        Mass flow and its design value [kg/s].
-    design_power : ndarray
-        Shaft+motor power at the design flow [W].
-
-    Returns
-    -------
-    ndarray
-        P = P_design · (ṁ / ṁ_design)³ [W] (pump affinity laws at fixed system curve).
-    """
-    return design_power * (flow / design_flow) ** 3
 
 
 @dataclass
@@ -482,7 +465,7 @@ class Simulation:
         cdu_q = np.bincount(sy.rack_cdu, weights=q_liq, minlength=n_cdu)
         with np.errstate(invalid="ignore", divide="ignore"):
             cdu_return = np.where(cdu_flow > 0, self.cdu_supply + cdu_q / (cdu_flow * CP_WATER), np.nan)
-        p_pump = cdu_pump_power(cdu_flow, sy.cdu_design_flow, sy.cdu_pump_power)
+        p_pump = pump_power(cdu_flow, sy.cdu_design_flow, sy.cdu_pump_power)  # affinity law
 
         p_it_sub = p_ac_sub.sum(axis=1)
         p_it = float(mean(p_it_sub))

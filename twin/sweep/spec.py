@@ -38,7 +38,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
 from twin.scenario.errors import ScenarioError, format_path
-from twin.scenario.loader import _compose, _line_map, _line_of, _read
+from twin.scenario.loader import _line_of, _read, read_document
 from twin.units import DIMENSIONS, QuantityError, parse_quantity, udunits, ureg
 
 #: Dotted path into a scenario: keys and list indices, e.g. ``halls.0.rows.0.racks.0.count``.
@@ -444,15 +444,7 @@ def load_sweep(path: str | Path, duration: str | None = None) -> SweepPlan:
     """
     path = Path(path)
     name = str(path)
-    text = _read(path)
-    node = _compose(text, name)
-    try:
-        lines = _line_map(node)
-    except ScenarioError as exc:
-        raise ScenarioError(exc.message, file=name, line=exc.line, path=exc.path) from None
-    data = yaml.load(text, Loader=yaml.SafeLoader)
-    if not all(isinstance(k, str) for k in data):
-        raise ScenarioError("sweep keys must be strings", file=name)
+    text, lines, data = read_document(path, "sweep")
 
     def fail(loc, message):
         return ScenarioError(message, file=name, line=_line_of(lines, loc), path=format_path(loc))
