@@ -38,7 +38,12 @@ def test_quickstart_matches_readme(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert (tmp_path / "out" / "quickstart.nc").is_file()
     shown = README.split("## Quickstart", 1)[1].split("```text", 1)[1].split("```", 1)[0]
-    assert _summary_rows(result.stdout) == _summary_rows(shown)
+    got, want = _summary_rows(result.stdout), _summary_rows(shown)
+    # The energy residual is round-off (~1e-14): its digits vary with the BLAS and numpy build,
+    # so it is checked for size; every other row must match the README exactly.
+    key = "energy balance residual"
+    assert abs(float(got.pop(key))) < 1e-12 and abs(float(want.pop(key))) < 1e-12
+    assert got == want
 
     block = README.split("## Opening the output", 1)[1]
     code = block.split("```python", 1)[1].split("```", 1)[0]

@@ -19,16 +19,10 @@ Heavy modules are imported inside :func:`serve`, so ``twin --help`` stays fast.
 
 from __future__ import annotations
 
-import errno
-import signal
 import socket
 import sys
 import threading
 import time
-from pathlib import Path
-from typing import Annotated
-
-import typer
 
 #: Default port of the exporter.
 DEFAULT_PORT = 9808
@@ -275,80 +269,3 @@ def make_http_server(host: str, port: int, app):
             pass
 
     return make_server(host, port, app, server_class=Server, handler_class=Handler)
-
-
-def serve(
-    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
-    speed: Annotated[str, typer.Option(help="Simulated seconds per wall-clock second: 1, 10, … or 'max'.")] = "1",
-    host: Annotated[str, typer.Option(help="Address to listen on (0.0.0.0 to expose it beyond this machine).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port of /metrics and /healthz.")] = DEFAULT_PORT,
-    loop: Annotated[bool, typer.Option("--loop", help="Start the scenario again when it ends.")] = False,
-    devices: Annotated[bool | None, typer.Option(
-        "--devices/--no-devices",
-        help="Device- and sled-level series (default: only below 2,000 devices).")] = None,
-    dcgm: Annotated[bool, typer.Option("--dcgm", help="Also DCGM-compatible series for NVIDIA GPUs.")] = False,
-):
-    """Run a scenario live and serve Prometheus metrics on /metrics (Ctrl-C to stop)."""
-    from twin.cli import _fail, _load
-    from twin.export.prometheus import make_registry
-    from twin.scenario.errors import ScenarioError
-
-    try:
-        pace = parse_speed(speed)
-    except ValueError as exc:
-        _fail(str(exc))
-    loaded = _load(scenario)
-    try:
-        sim = live_simulation(loaded)
-    except ScenarioError as exc:
-        _fail(str(exc))
-    except KeyboardInterrupt:
-        raise typer.Exit(0) from None
-    run = LiveRun(loaded, sim, speed=pace, loop=loop)
-    app = MetricsApp(run, make_registry(run, devices=devices, dcgm=dcgm))
-    try:
-        httpd = make_http_server(host, port, app)
-    except OSError as exc:
-        why = "address already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
-        hint = " (another twin serve or exporter? choose another --port)" if exc.errno == errno.EADDRINUSE else ""
-        _fail(f"twin serve: cannot listen on {host}:{port}: {why}{hint}")
-
-    stop = threading.Event()
-
-    def on_signal(signum, frame):
-        stop.set()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    web = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": POLL_SECONDS},
-                           name="twin-http", daemon=True)
-    sy = sim.system
-    shown = f"[{host}]" if ":" in host else host
-    typer.echo(f"twin serve: {loaded.scenario.name} ({sy.n_devices:,} devices, {sy.n_racks:,} racks) at "
-               f"{'max speed' if pace is None else f'{pace:g}× real time'}{', looping' if loop else ''} "
-               f"on http://{shown}:{port}/metrics — Ctrl-C to stop", err=True)
-    reported_end = False
-    try:
-        run.start()
-        web.start()
-        while not stop.wait(POLL_SECONDS):
-            if run.finished.is_set():
-                if run.error is not None:
-                    break
-                if not reported_end:
-                    typer.echo(f"twin serve: scenario finished at {run.current[0].time:,.0f} s; "
-                               f"serving its final state", err=True)
-                    reported_end = True
-    finally:
-        run.stop()
-        httpd.shutdown()
-        httpd.server_close()
-        run.join(timeout=10)
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-    if run.error is not None:
-        import traceback
-
-        traceback.print_exception(run.error, file=sys.stderr)
-        typer.echo(f"twin serve: the simulation failed at {run.current[0].time:,.0f} s: {run.error!r}", err=True)
-        raise typer.Exit(EXIT_RUN_FAILED)
-    typer.echo(f"twin serve: stopped at simulated {run.current[0].time:,.0f} s", err=True)

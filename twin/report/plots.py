@@ -16,9 +16,7 @@ from __future__ import annotations
 import html
 import math
 from pathlib import Path
-from typing import Annotated, Callable
-
-import typer
+from typing import Callable
 
 #: Figure size [inch] and resolution [dpi] of every plot: 1100 × 550 pixels.
 FIGSIZE = (11.0, 5.5)
@@ -604,25 +602,3 @@ def write_report(result, folder: str | Path) -> Path:
     page = folder / "index.html"
     page.write_text("\n".join(parts), encoding="utf-8")
     return page
-
-
-def report_command(
-    result: Annotated[Path, typer.Argument(help="Result of `twin run` (.nc/.zarr) or `twin sweep` (.zarr).")],
-    output: Annotated[Path, typer.Option("-o", "--output", help="Folder for the PNGs and index.html.")] = Path("report"),
-):
-    """Write PNG plots and an HTML page (KPI table, power, PUE, temperatures, spectrum, jobs)."""
-    from twin.cli import _fail, out
-
-    if not result.exists():
-        _fail(f"{result}: file not found")
-    try:
-        import twin
-
-        tree = twin.load(result)
-    except ValueError as exc:
-        _fail(f"{result}: {exc}")
-    except (OSError, KeyError) as exc:
-        _fail(f"{result}: not a twin result ({type(exc).__name__}: {exc})".splitlines()[0])
-    page = write_report(tree, output)
-    pngs = sorted(p.name for p in output.glob("*.png"))
-    out.print(f"{page}: {len(pngs)} plots ({', '.join(pngs)})", highlight=False, soft_wrap=True)

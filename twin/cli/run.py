@@ -1,0 +1,82 @@
+"""``twin run``: run a scenario, write its dataset, print a summary."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from twin.cli.common import EXIT_INTERRUPTED, Progress, err, fail, load, out
+from twin.cli.summary import summary_table
+from twin.scenario.errors import ScenarioError
+
+
+def run(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
+    output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Result file: .nc (NetCDF) or .zarr.")] = None,
+    duration: Annotated[Optional[str], typer.Option(help="Override the run length, e.g. '24 h'.")] = None,
+    step: Annotated[Optional[str], typer.Option(help="Override the thermal step, e.g. '1 s'.")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Override the random seed.")] = None,
+    record: Annotated[Optional[list[str]], typer.Option(
+        help="Override a recording interval: GROUP=INTERVAL or GROUP=off (repeatable).")] = None,
+    solver: Annotated[str, typer.Option(help="Integrator: fast (exact exponential) or reference (solve_ivp).")] = "fast",
+    openmetrics: Annotated[Optional[Path], typer.Option(
+        "--openmetrics", help="Also write OpenMetrics with timestamps (for promtool tsdb create-blocks-from openmetrics).")] = None,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar on long runs.")] = True,
+):
+    """Run a scenario and write its dataset; print a summary."""
+    from twin.export.dataset import build_tree, summary
+    from twin.export.writers import ZarrStream, output_format, write_tree
+    from twin.sim.driver import Simulation
+    from twin.thermal.integrators import INTEGRATORS
+
+    if solver not in INTEGRATORS:
+        fail(f"--solver: unknown '{solver}' (known: {', '.join(INTEGRATORS)})")
+    loaded = load(scenario, duration, step, seed, record)
+    path = output or Path(loaded.scenario.output or f"out/{loaded.scenario.name}.nc")
+    try:
+        output_format(path)
+    except ValueError as exc:
+        fail(f"{path}: {exc}")
+    stream = ZarrStream(path) if output_format(path) == "zarr" else None
+    try:
+        sim = Simulation(loaded, solver=solver, sink=stream)
+    except ScenarioError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        fail("interrupted before the run started; nothing written", EXIT_INTERRUPTED)
+    bar = Progress(loaded.scenario.name, sim.h, enabled=progress and err.is_terminal)
+    interrupted = False
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        sim.run(progress=bar)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        bar.close()
+        signal.signal(signal.SIGTERM, previous)
+    try:
+        if stream is not None:
+            stream.finish(interrupted)
+        else:
+            write_tree(build_tree(sim, interrupted=interrupted), path)
+    except BaseException:
+        if stream is not None:
+            stream.abort()
+        raise
+    if openmetrics is not None:
+        import twin
+        from twin.export.openmetrics import write_openmetrics
+
+        write_openmetrics(twin.load(path), openmetrics)
+    out.print(summary_table(summary(sim), path, interrupted))
+    if interrupted:
+        err.print(f"interrupted at {sim.time:,.0f} s of {sim.n_steps * sim.h:,.0f} s; "
+                  f"the completed part is in {path}")
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt

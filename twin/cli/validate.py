@@ -1,0 +1,34 @@
+"""``twin validate``: check a scenario without running it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from twin.cli.common import fail, load, out
+
+
+def validate(scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")]):
+    """Check a scenario without running it (exit 0, or 2 with the error)."""
+    import numpy as np
+
+    from twin.scenario.errors import FieldError
+    from twin.sim.build import build_system
+    from twin.workload.engine import Workload
+
+    loaded = load(scenario)
+    system = build_system(loaded.scenario, loaded.catalog)
+    try:
+        Workload(loaded.scenario, system, loaded.catalog, loaded.base)  # replay files, job placement
+        if loaded.scenario.plant is not None:  # templates and weather files
+            from twin.cooling.facility import Plant
+
+            Plant(loaded.scenario.plant, loaded.catalog, list(system.cdu_template), system.cdu_setpoint,
+                  np.ones(system.cdu_name.size), loaded.scenario.time.step, base_dir=loaded.base)
+    except FieldError as exc:
+        fail(str(loaded.locate(exc)))
+    out.print(f"{scenario}: ok — {system.n_racks} racks, {system.sled_name.size} sleds, "
+              f"{system.n_devices} devices, {loaded.scenario.time.duration:g} s at "
+              f"{loaded.scenario.time.step:g} s steps", highlight=False)
