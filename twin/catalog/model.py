@@ -23,6 +23,7 @@ CATALOG_FILE = Path(__file__).with_name("hardware.yaml")
 KINDS = (
     "chips", "sleds", "power_shelves", "racks", "systems", "cdus",
     "dry_coolers", "cooling_towers", "chillers", "crahs", "pumps", "ups", "transformers",
+    "coolants", "battery_backup_units", "room_coolers",
 )
 
 
@@ -78,6 +79,7 @@ Bytes = Annotated[_figure("bytes"), AfterValidator(_positive)]
 Bandwidth = Annotated[_figure("bandwidth"), AfterValidator(_positive)]
 ThermalConductance = Annotated[_figure("thermal_conductance"), AfterValidator(_positive)]
 Energy = Annotated[_figure("energy"), AfterValidator(_positive)]
+Pressure = Annotated[_figure("pressure"), AfterValidator(_positive)]
 
 
 class Count(_Strict):
@@ -145,6 +147,14 @@ class Chip(Entry):
     flops_bf16: Flops | None = None
     hbm_capacity: Bytes | None = None
     hbm_bandwidth: Bandwidth | None = None
+    #: n in G_conv ∝ ṁ^n of the plate or heat sink [1] (laminar microchannel plates 0.3–0.5)
+    convection_exponent: Ratio | None = None
+    #: HBM node: share of the package power in the HBM stacks [1], HBM–plate resistance,
+    #: heat capacity and temperature limit
+    hbm_power_fraction: Ratio | None = None
+    r_hbm: ThermalResistance | None = None
+    c_hbm: HeatCapacity | None = None
+    t_hbm_max: Temperature | None = None
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -168,6 +178,62 @@ class Sled(Entry):
     c_chassis: HeatCapacity  # chassis and air that the exhaust air node sees [J/K]
 
 
+class Coefficients(_Strict):
+    """Polynomial coefficients (c₀, c₁, …) of a performance curve with their source."""
+
+    values: list[float]
+    source: Annotated[str, Field(min_length=3)]
+
+
+class PropertyTable(_Strict):
+    """Fluid properties against temperature: rows ``[T degC, ρ kg/m3, c_p J/kg/K, μ Pa s,
+    k W/m/K]``, T increasing."""
+
+    points: list[tuple[float, float, float, float, float]]
+    source: Annotated[str, Field(min_length=3)]
+
+    @field_validator("points")
+    @classmethod
+    def _check(cls, points):
+        if len(points) < 2:
+            raise ValueError("needs at least two rows [T, rho, cp, mu, k]")
+        t = [p[0] for p in points]
+        if t != sorted(t) or len(set(t)) != len(t):
+            raise ValueError("temperatures must increase")
+        if not all(min(p[1:]) > 0 for p in points):
+            raise ValueError("rho, cp, mu and k must be positive")
+        return points
+
+
+class Coolant(Entry):
+    """A heat-transfer liquid (water, glycol solution): properties against temperature."""
+
+    properties: PropertyTable
+    freezing_point: Temperature | None = None
+
+
+class BatteryBackupUnit(Entry):
+    """Battery backup shelf on a rack's DC busbar (OCP ORv3 BBU shelf)."""
+
+    rating: Power  # highest DC output [W]
+    energy: Energy  # usable stored energy when full [J]
+    charge_power: Power  # recharge power drawn from the busbar [W]
+    charge_efficiency: Ratio  # busbar → cells [1]
+    discharge_efficiency: Ratio  # cells → busbar [1]
+
+
+class RoomCooler(Entry):
+    """Packaged DX cooling for electrical rooms, with an air-side economiser."""
+
+    carnot_fraction: Ratio
+    cop_max: Ratio
+    evaporator_approach: TemperatureDelta
+    condenser_approach: TemperatureDelta
+    fan_power_per_watt: Ratio  # indoor + condenser fans per watt of heat [1]
+    economiser_approach: TemperatureDelta
+    room_temperature: Temperature  # supply-air set-point of the rooms [degC]
+
+
 class PowerShelf(Entry):
     """A power shelf of identical PSUs sharing load on a DC busbar."""
 
@@ -175,6 +241,7 @@ class PowerShelf(Entry):
     psu_rating: Power
     redundant: Count | None = None  # spare PSUs (N+1 → 1)
     efficiency: Curve
+    overload: Literal["cap", "trip"] = "cap"  # what the shelf does beyond its healthy PSUs' rating
 
 
 class Rack(Entry):
@@ -211,6 +278,9 @@ class CDU(Entry):
     secondary_volume: Volume | None = None  # coolant in the CDU, reservoir and row piping [m3]
     pumps: Count | None = None  # duty pumps N that together give the design flow
     standby_pumps: Count | None = None  # standby pumps (N+1 → 1)
+    pump: str | None = None  # pump template (curve) of each duty pump
+    index_pressure: Pressure | None = None  # differential pressure held at the index rack [Pa]
+    design_pressure: Pressure | None = None  # pump pressure rise at design flow [Pa]
 
 
 class HeatRejection(Entry):
@@ -273,6 +343,15 @@ class Chiller(Entry):
     capacity: Power  # evaporator capacity [W]
     carnot_fraction: Ratio  # second-law efficiency [1]
     cop_max: Ratio | None = None  # cap at low lift [1]
+    #: refrigerant-side model: rated COP at the rating point, approaches, part load, envelope
+    cop_rated: Ratio | None = None
+    rating_chw_leaving: Temperature | None = None
+    rating_sink_leaving: Temperature | None = None  # condenser water leaving, or dry-bulb
+    evaporator_approach: TemperatureDelta | None = None
+    condenser_approach: TemperatureDelta | None = None
+    part_load: Coefficients | None = None  # EIR-fPLR c0 + c1 PLR + c2 PLR²
+    min_load: Ratio | None = None  # minimum unloading ratio [1]
+    max_leaving_water: Temperature | None = None  # envelope [degC]
 
     @model_validator(mode="after")
     def _fraction(self):
@@ -293,19 +372,34 @@ class CRAH(Entry):
 
 
 class Pump(Entry):
-    """A variable-speed water pump: design flow and electrical power at design head."""
+    """A variable-speed water pump: design flow and electrical power at design head, and
+    optionally its curve (shut-off and rated pressure, best efficiency, minimum speed)."""
 
     design_flow: VolumeFlow
     power: Power
+    shutoff_pressure: Pressure | None = None
+    design_pressure: Pressure | None = None
+    efficiency: Ratio | None = None  # pump (hydraulic) efficiency at the rated point [1]
+    drive_efficiency: Ratio | None = None  # motor × VFD [1]
+    min_speed: Ratio | None = None  # [1]
+
+    @model_validator(mode="after")
+    def _curve(self):
+        if (self.shutoff_pressure is None) != (self.design_pressure is None):
+            raise ValueError("give shutoff_pressure and design_pressure together")
+        if self.shutoff_pressure is not None and not self.design_pressure.si < self.shutoff_pressure.si:
+            raise ValueError("design_pressure must be below shutoff_pressure")
+        return self
 
 
 class UPS(Entry):
     """Uninterruptible power supply: rating, efficiency by mode, optional battery."""
 
-    rating: Power
+    rating: Power  # real-power rating of one module [W]
     efficiency: Curve  # double conversion
     efficiency_eco: Curve
     battery_energy: Energy | None = None  # usable stored energy [J]
+    power_factor: Ratio | None = None  # output power factor: kW rating / kVA rating [1]
 
 
 class Transformer(Entry):
@@ -334,6 +428,9 @@ class Catalog(_Strict):
     pumps: dict[str, Pump] = {}
     ups: dict[str, UPS] = {}
     transformers: dict[str, Transformer] = {}
+    coolants: dict[str, Coolant] = {}
+    battery_backup_units: dict[str, BatteryBackupUnit] = {}
+    room_coolers: dict[str, RoomCooler] = {}
 
     @model_validator(mode="after")
     def _references(self):
@@ -352,6 +449,9 @@ class Catalog(_Strict):
         for name, system in self.systems.items():
             for rack in system.racks:
                 check("system", name, rack, self.racks)
+        for name, cdu in self.cdus.items():
+            if cdu.pump is not None:
+                check("cdu", name, cdu.pump, self.pumps)
         return self
 
     def merged(self, extra: dict | None) -> "Catalog":

@@ -6,6 +6,8 @@ heat released where the stage stands (electrical rooms: air).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from twin.power.psu import psu_efficiency
@@ -107,3 +109,147 @@ def shelf_load_sharing(p_dc, psus, failed, psu_rating):
     with np.errstate(divide="ignore", invalid="ignore"):
         x = np.where(capacity > 0, np.asarray(p_dc, dtype=float) / capacity, np.inf)
     return x, x > 1.0
+
+
+# ---------------------------------------------------------------------------------------------
+# Distribution: busway, power factor, transformers, miscellaneous load
+# ---------------------------------------------------------------------------------------------
+def busway_losses(p_load, rating, loss_at_rating):
+    """Conduction losses of a busway or PDU feeder at a load.
+
+    Parameters
+    ----------
+    p_load : array_like
+        Real power carried [W].
+    rating : float
+        Rated (design) power of the run [W].
+    loss_at_rating : float
+        Losses at the rated power [W] (0.5–1 % of it: CATALOGUE-SOURCES.md, estimate).
+
+    Returns
+    -------
+    ndarray
+        P_loss = P_loss,r · (P / P_r)² [W].
+
+    Notes
+    -----
+    I²R: at fixed voltage and power factor the current is proportional to the real power, so the
+    losses scale with its square. A busway at half its rating loses a quarter of its rated loss.
+    """
+    x = np.asarray(p_load, dtype=float) / rating
+    return loss_at_rating * x * x
+
+
+def apparent_power(p_real, power_factor):
+    """Apparent power [VA] for a real power [W] at a power factor.
+
+    Parameters
+    ----------
+    p_real : array_like
+        Real power [W].
+    power_factor : array_like
+        Displacement × distortion power factor, 0 < PF ≤ 1 [1] (server PSUs with active PFC:
+        > 0.95 above 20 % load, 80 PLUS Titanium requirement).
+
+    Returns
+    -------
+    ndarray
+        S = P / PF [VA]: what transformers, breakers and UPS kVA ratings are sized on.
+    """
+    pf = np.asarray(power_factor, dtype=float)
+    if np.any((pf <= 0) | (pf > 1)):
+        raise ValueError(f"apparent_power: power factor must be in (0, 1], got {pf.min()}..{pf.max()}")
+    return np.asarray(p_real, dtype=float) / pf
+
+
+def transformer_count(p_design, power_factor, kva_rating, redundant=0, max_load=1.0):
+    """Transformers needed to carry a design load in kVA.
+
+    Parameters
+    ----------
+    p_design : float
+        Real power the transformers feed at design [W].
+    power_factor : float
+        Power factor of that load [1].
+    kva_rating : float
+        Nameplate apparent power of one transformer [VA].
+    redundant : int
+        Spare transformers (0 for a single-corded N design, 1 for N+1).
+    max_load : float
+        Highest loading allowed at design [1] (0.8 is common to leave margin for growth and
+        to run near the transformer's efficiency peak).
+
+    Returns
+    -------
+    int
+        ⌈S / (max_load · S_r)⌉ + redundant, at least 1 + redundant, with S = P / PF.
+    """
+    s = float(apparent_power(p_design, power_factor))
+    return int(max(1, math.ceil(s / (max_load * kva_rating) - 1e-9)) + redundant)
+
+
+def misc_power(p_it_design, fraction):
+    """Miscellaneous facility load: lighting, controls, security, offices, BMS, fire systems.
+
+    Parameters
+    ----------
+    p_it_design : float
+        IT design load [W].
+    fraction : float
+        Miscellaneous load as a share of the IT design load [1].
+
+    Returns
+    -------
+    float
+        P_misc = fraction · P_IT,design [W], constant in time (it does not follow the IT load);
+        it is heat in the building, removed by the air-side cooling.
+
+    References
+    ----------
+    .. [1] The Green Grid, White Paper 49, "PUE: a comprehensive examination of the metric"
+       (2012): lighting and other non-IT loads are part of the facility power in PUE.
+    """
+    return float(fraction) * float(p_it_design)
+
+
+# ---------------------------------------------------------------------------------------------
+# Power-shelf overload policy
+# ---------------------------------------------------------------------------------------------
+def overload_cap(p_demand, capacity):
+    """Shelf overload policy ``cap``: the shelf limits its output to what its healthy PSUs carry.
+
+    Parameters
+    ----------
+    p_demand : array_like
+        DC power the rack asks for [W].
+    capacity : array_like
+        Rated output of the healthy PSUs [W].
+
+    Returns
+    -------
+    delivered : ndarray
+        min(P_demand, capacity) [W]: the rack's devices are throttled to fit (a power cap).
+    tripped : ndarray of bool
+        Always False: a capping shelf never drops its rack.
+    """
+    p, c = np.broadcast_arrays(np.asarray(p_demand, dtype=float), np.asarray(capacity, dtype=float))
+    return np.minimum(p, c), np.zeros(p.shape, dtype=bool)
+
+
+def overload_trip(p_demand, capacity):
+    """Shelf overload policy ``trip``: PSUs beyond their rating shut down (over-current).
+
+    Returns
+    -------
+    delivered : ndarray
+        P_demand where it fits, 0 where it exceeds the capacity [W].
+    tripped : ndarray of bool
+        True where the shelf tripped: the rack goes dark.
+    """
+    p, c = np.broadcast_arrays(np.asarray(p_demand, dtype=float), np.asarray(capacity, dtype=float))
+    tripped = p > c
+    return np.where(tripped, 0.0, p), tripped
+
+
+#: Power-shelf overload policies by name (scenario/catalogue ``overload: cap | trip``).
+OVERLOAD_POLICIES = {"cap": overload_cap, "trip": overload_trip}

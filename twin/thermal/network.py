@@ -2,10 +2,18 @@
 
 Each sled is one block of the network, with nodes ordered::
 
-    [die_0 … die_{k-1}, plate_0 … plate_{k-1}, coolant, air]
+    [die_0 … die_{k-1}, plate_0 … plate_{k-1}, hbm_0 … hbm_{h-1}, coolant, air]
 
 - die_j -(1/r_jc)- plate_j: junction to cold plate (liquid) or heat-sink base (air);
-- plate_j -(G_conv)- coolant or air node, G_conv = (1/r_conv_ref)·(ṁ_dev/ṁ_ref)^0.8;
+- hbm_i -(1/r_hbm)- plate of its accelerator: the HBM stacks beside the die share its cold
+  plate and take a share of the package power; they have their own temperature limit, which
+  with warm water is often the one that binds;
+- plate_j -(G_conv)- coolant or air node, G_conv = (1/r_conv_ref)·(ṁ_j/ṁ_ref,j)^n_j with the
+  exponent n_j of the plate (catalogue: laminar microchannel cold plates n ≈ 0.3–0.5, turbulent
+  Dittus–Boelter 0.8);
+- the sled's coolant reaches its plates through parallel branches whose resistances give each
+  plate its design flow, so the sled flow splits in proportion to the plates' design flows
+  (:func:`plate_flows`), and likewise the sled's air over its heat sinks;
 - coolant node: well-mixed sled coolant, inflow ṁ_c at the CDU supply temperature, outflow at
   the node temperature (upwind); air node: the sled's exhaust air and chassis, inflow ṁ_a at the
   cold-aisle temperature.
@@ -17,13 +25,14 @@ their inlet boundaries, so each block can be integrated on its own.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from twin.units import CP_AIR, CP_WATER, RHO_AIR, RHO_WATER
 
-#: Exponent of the flow dependence of forced-convection conductance (Dittus–Boelter, Nu ∝ Re^0.8).
+#: Exponent of the flow dependence of forced-convection conductance where the catalogue gives
+#: none (turbulent internal flow, Dittus–Boelter, Nu ∝ Re^0.8).
 CONVECTION_FLOW_EXPONENT = 0.8
 
 
@@ -42,30 +51,80 @@ class SledGroup:
     c_plate: np.ndarray  # (k,) [J/K]
     c_coolant: float  # [J/K]
     c_chassis: float  # [J/K]
+    #: split the sled's flow over its plates by their design flows (else in equal shares)
+    design_split: bool = False
+    #: (k,) exponent n of G_conv ∝ ṁ^n per plate or heat sink [1]; None: CONVECTION_FLOW_EXPONENT
+    conv_exponent: np.ndarray | None = None
+    #: (h,) slot (0..k-1) of the device each HBM node belongs to
+    hbm_slot: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    hbm_fraction: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (h,) share of P [1]
+    g_hbm: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (h,) HBM–plate [W/K]
+    c_hbm: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (h,) [J/K]
 
     @property
     def k(self) -> int:
         return self.devices.shape[1]
 
     @property
+    def h(self) -> int:
+        """HBM nodes per sled."""
+        return self.hbm_slot.size
+
+    @property
     def m(self) -> int:
-        return 2 * self.k + 2
+        return 2 * self.k + self.h + 2
+
+    @property
+    def hbm(self) -> np.ndarray:
+        """Node indices of the HBM nodes, shape (h,)."""
+        return 2 * self.k + np.arange(self.h)
 
     @property
     def cool(self) -> int:
-        return 2 * self.k
+        return 2 * self.k + self.h
 
     @property
     def air(self) -> int:
-        return 2 * self.k + 1
+        return 2 * self.k + self.h + 1
+
+    @property
+    def exponent(self) -> np.ndarray:
+        """Convection flow exponent per slot, shape (k,) [1]."""
+        if self.conv_exponent is None:
+            return np.full(self.k, CONVECTION_FLOW_EXPONENT)
+        return np.asarray(self.conv_exponent, dtype=float)
 
     @property
     def capacity(self) -> np.ndarray:
         """Node heat capacities C, shape (m,) [J/K]."""
-        return np.concatenate([self.c_die, self.c_plate, [self.c_coolant, self.c_chassis]])
+        return np.concatenate([self.c_die, self.c_plate, self.c_hbm,
+                               [self.c_coolant, self.c_chassis]])
+
+    def heat_input(self, p_devices) -> np.ndarray:
+        """Device power placed on the network's nodes.
+
+        Parameters
+        ----------
+        p_devices : ndarray, shape (n, k)
+            Power of each sled's devices [W].
+
+        Returns
+        -------
+        ndarray, shape (n, m)
+            Heat into each node [W]: (1 − Σ f) P on the die, f P on each of its HBM nodes,
+            nothing on the other nodes (the caller adds boundary terms).
+        """
+        p = np.asarray(p_devices, dtype=float)
+        q = np.zeros(p.shape[:-1] + (self.m,))
+        q[..., : self.k] = p
+        if self.h:
+            share = p[..., self.hbm_slot] * self.hbm_fraction
+            np.subtract.at(q, (Ellipsis, self.hbm_slot), share)
+            q[..., self.hbm] = share
+        return q
 
 
-def convection_conductance(g_ref, flow, flow_ref):
+def convection_conductance(g_ref, flow, flow_ref, exponent=CONVECTION_FLOW_EXPONENT):
     """Forced-convection conductance at a flow.
 
     Parameters
@@ -74,17 +133,51 @@ def convection_conductance(g_ref, flow, flow_ref):
         Conductance at ``flow_ref`` [W/K].
     flow, flow_ref : ndarray
         Mass flow through the plate or heat sink and its reference [kg/s].
+    exponent : ndarray or float
+        n in Nu ∝ Re^n [1]: 0.8 for turbulent pipe flow (Dittus–Boelter); 0.3–0.5 for the
+        developing laminar flow in microchannel cold plates (catalogue figure per chip).
 
     Returns
     -------
     ndarray
-        G = G_ref · (ṁ/ṁ_ref)^0.8 [W/K] (turbulent internal flow, Dittus–Boelter Nu ∝ Re^0.8).
+        G = G_ref · (ṁ/ṁ_ref)^n [W/K].
 
     References
     ----------
-    Incropera & DeWitt, Fundamentals of Heat and Mass Transfer, eq. 8.60.
+    .. [1] Incropera & DeWitt, Fundamentals of Heat and Mass Transfer, eq. 8.60 (turbulent).
+    .. [2] Incropera & DeWitt, §8.4.2 and eq. 8.57 (Sieder–Tate, thermally developing laminar
+       flow: Nu ∝ (Re Pr D/L)^(1/3)); microchannel heat sinks in the developing regime measure
+       Nu ∝ Re^0.3–0.5 (Qu & Mudawar, Int. J. Heat Mass Transfer 45, 2002).
     """
-    return g_ref * np.power(np.maximum(flow, 0.0) / flow_ref, CONVECTION_FLOW_EXPONENT)
+    return g_ref * np.power(np.maximum(flow, 0.0) / flow_ref, exponent)
+
+
+def plate_flows(sled_flow, design_flows):
+    """Flow through each of a sled's parallel cold plates (or heat sinks).
+
+    Parameters
+    ----------
+    sled_flow : ndarray, shape (u,)
+        Flow into the sled [kg/s].
+    design_flows : ndarray, shape (k,)
+        Design flow of each plate on this medium [kg/s] (0 for plates on the other medium).
+
+    Returns
+    -------
+    ndarray, shape (u, k)
+        ṁ_j = ṁ_sled · ṁ_d,j / Σ ṁ_d [kg/s].
+
+    Notes
+    -----
+    Parallel branches between the sled's supply and return manifolds share one pressure drop
+    Δp = k_j ṁ_j². A sled designed to give each plate its design flow has k_j = Δp_d / ṁ_d,j², so
+    ṁ_j = √(Δp / k_j) ∝ ṁ_d,j at any sled flow: the split is the design split
+    (:func:`twin.cooling.hydraulics.branch_flows` with those resistances).
+    """
+    d = np.asarray(design_flows, dtype=float)
+    total = d.sum()
+    share = d / total if total > 0 else np.zeros_like(d)
+    return np.asarray(sled_flow, dtype=float)[:, None] * share[None, :]
 
 
 def conductance_matrices(group: SledGroup, m_coolant, m_air):
@@ -106,11 +199,14 @@ def conductance_matrices(group: SledGroup, m_coolant, m_air):
     m_coolant = np.atleast_1d(np.asarray(m_coolant, dtype=float))
     m_air = np.atleast_1d(np.asarray(m_air, dtype=float))
     u, k, m = m_coolant.size, group.k, group.m
-    n_liq = max(int(group.liquid.sum()), 1)
-    n_air = max(int((~group.liquid).sum()), 1)
-    # Plates in parallel on each medium share the sled flow equally.
-    per_device = np.where(group.liquid, m_coolant[:, None] / n_liq, m_air[:, None] / n_air)
-    g_conv = convection_conductance(group.g_conv_ref, per_device, group.flow_ref)  # (u, k)
+    # Plates in parallel on each medium take the sled flow in proportion to their design flows
+    # (or in equal shares where the group asks for that).
+    weight = group.flow_ref if group.design_split else np.ones(k)
+    per_device = np.where(group.liquid,
+                          plate_flows(m_coolant, np.where(group.liquid, weight, 0.0)),
+                          plate_flows(m_air, np.where(group.liquid, 0.0, weight)))
+    g_conv = convection_conductance(group.g_conv_ref, per_device, group.flow_ref,
+                                    group.exponent)  # (u, k)
     die = np.arange(k)
     plate = k + die
     fluid = np.where(group.liquid, group.cool, group.air)
@@ -119,6 +215,12 @@ def conductance_matrices(group: SledGroup, m_coolant, m_air):
     L[:, die, plate] -= group.g_jc
     L[:, plate, die] -= group.g_jc
     L[:, plate, plate] += group.g_jc + g_conv
+    if group.h:
+        hbm, hp = group.hbm, k + group.hbm_slot
+        L[:, hbm, hbm] += group.g_hbm
+        L[:, hbm, hp] -= group.g_hbm
+        L[:, hp, hbm] -= group.g_hbm
+        np.add.at(L, (slice(None), hp, hp), group.g_hbm)
     L[:, plate, fluid] -= g_conv
     L[:, fluid, plate] -= g_conv
     np.add.at(L, (slice(None), fluid, fluid), g_conv)

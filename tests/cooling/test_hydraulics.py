@@ -1,0 +1,104 @@
+"""Pump and system curves, control and flow sharing against closed-form hand calculations."""
+
+import numpy as np
+import pytest
+
+from twin.catalog.model import load_catalog
+from twin.cooling.hydraulics import (
+    branch_flows,
+    dp_control_pressure,
+    fluid_resistance_factor,
+    operating_flow,
+    parallel_resistance,
+    pump_curve_coefficient,
+    pump_efficiency,
+    pump_power,
+    pump_pressure,
+    resistance,
+    speed_for_flow,
+)
+
+PUMP = load_catalog().pumps["cdu-pump-row"]
+QD, PD, P0 = PUMP.design_flow.si, PUMP.design_pressure.si, PUMP.shutoff_pressure.si
+ETA, DRIVE = PUMP.efficiency.si, PUMP.drive_efficiency.si
+A = pump_curve_coefficient(P0, QD, PD)
+
+
+def test_curve_passes_through_rating_and_shutoff():
+    assert pump_pressure(QD, 1.0, P0, A) == pytest.approx(PD)
+    assert pump_pressure(0.0, 1.0, P0, A) == pytest.approx(P0)
+    # affinity laws: at 60 % speed and 60 % flow the pressure is 36 %
+    assert pump_pressure(0.6 * QD, 0.6, P0, A) == pytest.approx(0.36 * PD)
+    with pytest.raises(ValueError, match="shut-off"):
+        pump_curve_coefficient(PD, QD, P0)
+
+
+def test_design_flow_and_power_by_hand():
+    k = resistance(QD, PD)  # loop sized to give the design flow at the rated point
+    q = operating_flow(1.0, 1, P0, A, 0.0, k)
+    assert q == pytest.approx(QD, rel=1e-12)
+    eta = pump_efficiency(q, 1.0, 1, QD, ETA)
+    assert eta == pytest.approx(ETA)  # rated at its best-efficiency point
+    # hand: P = Q Δp / (η_pump η_drive) = 0.03333 m³/s × 250 kPa / (0.75 × 0.92) = 12.08 kW,
+    # which is the catalogue's stated power (rounded to 0.1 kW)
+    hand = (2000 / 60000) * 250e3 / (0.75 * 0.92)
+    assert pump_power(q, pump_pressure(q, 1.0, P0, A), eta, DRIVE) == pytest.approx(hand, rel=1e-9)
+    assert PUMP.power.si == pytest.approx(hand, rel=0.01)
+    # OCP guidance: about 1 kW of pumping per 100 kW at 150 L/min and ≤ 40 psi: this CDU pumps
+    # 1.35 MW for 12.1 kW, 0.9 kW per 100 kW
+    assert 0.5e3 < hand / 13.5 < 1.5e3
+
+
+def test_one_of_two_parallel_pumps_tripping_leaves_60_to_70_percent():
+    k = resistance(2 * QD, PD)  # two pumps, each at its rated point, on a closed loop
+    q2 = operating_flow(1.0, 2, P0, A, 0.0, k)
+    q1 = operating_flow(1.0, 1, P0, A, 0.0, k)
+    assert q2 == pytest.approx(2 * QD)
+    # closed form: Q₁/Q₂ = √((k + a/4) / (k + a)) = √(100 / 212.5) = 0.686
+    assert q1 / q2 == pytest.approx(np.sqrt((k + A / 4) / (k + A)), rel=1e-12)
+    assert q1 / q2 == pytest.approx(0.686, abs=1e-3)
+    assert 0.60 <= q1 / q2 <= 0.70
+
+
+def test_affinity_power_cube_on_a_loop_without_static_head():
+    k = resistance(QD, PD)
+    q = operating_flow(0.5, 1, P0, A, 0.0, k)
+    assert q == pytest.approx(0.5 * QD)
+    p_full = pump_power(QD, PD, pump_efficiency(QD, 1.0, 1, QD, ETA))
+    p_half = pump_power(q, pump_pressure(q, 0.5, P0, A), pump_efficiency(q, 0.5, 1, QD, ETA))
+    assert p_half / p_full == pytest.approx(0.125, rel=1e-9)
+
+
+def test_dp_control_and_minimum_speed():
+    dp_set, k_path = 60e3, resistance(QD, PD - 60e3)  # 60 kPa at the index rack at design
+    need = dp_control_pressure(QD, dp_set, k_path)
+    assert need == pytest.approx(PD)
+    assert speed_for_flow(QD, need, 1, P0, A) == pytest.approx(1.0)
+    # at half flow the controller still holds 60 kPa: Δp = 60 + 190/4 = 107.5 kPa
+    need_half = dp_control_pressure(QD / 2, dp_set, k_path)
+    assert need_half == pytest.approx(60e3 + (PD - 60e3) / 4)
+    s = speed_for_flow(QD / 2, need_half, 1, P0, A)
+    assert pump_pressure(QD / 2, s, P0, A) == pytest.approx(need_half)
+    # at a trickle the drive stops at its minimum speed
+    assert speed_for_flow(0.01 * QD, dp_control_pressure(0.01 * QD, 0.0, k_path), 1, P0, A,
+                          min_speed=PUMP.min_speed.si) == pytest.approx(0.3)
+
+
+def test_racks_share_flow_by_resistance():
+    # two racks, the second with four times the resistance: flows 2 : 1, same pressure drop
+    k = np.array([1.0e9, 4.0e9])
+    q = branch_flows(0.003, k)
+    assert q.sum() == pytest.approx(0.003)
+    assert q[0] / q[1] == pytest.approx(2.0, rel=1e-12)
+    assert k[0] * q[0] ** 2 == pytest.approx(k[1] * q[1] ** 2)
+    assert parallel_resistance(k) * 0.003 ** 2 == pytest.approx(k[0] * q[0] ** 2)
+    # grouped by CDU: each group's flows add up to its own total
+    q = branch_flows(np.array([1.0, 2.0]), np.array([1.0, 1.0, 4.0, 1.0]), group=[0, 0, 1, 1])
+    assert q.tolist() == pytest.approx([0.5, 0.5, 2 / 3, 4 / 3])
+
+
+def test_glycol_raises_loop_resistance_as_the_properties_give():
+    assert fluid_resistance_factor(995.0, 7e-4, 995.0, 7e-4) == pytest.approx(1.0)
+    # all friction, viscosity ×2.14, density +1.85 %: 1.0185^0.75 × 2.14^0.25 = 1.2236
+    f = fluid_resistance_factor(1012.5, 1.5417e-3, 994.1, 7.1914e-4, friction_share=1.0)
+    assert f == pytest.approx(1.0185 ** 0.75 * (1.5417 / 0.71914) ** 0.25, rel=1e-3)

@@ -1,0 +1,62 @@
+"""Chiller: refrigerant approaches, rating round trip, part load, staging, envelope."""
+
+import numpy as np
+import pytest
+
+from twin.catalog.model import load_catalog
+from twin.cooling.refrigeration import (
+    carnot_cop,
+    carnot_fraction_from_rating,
+    chiller_full_load_cop,
+    chiller_leaving_temperature,
+    chiller_power,
+    part_load_power_fraction,
+    refrigerant_temperatures,
+    stage_chillers,
+)
+
+CAT = load_catalog()
+
+
+@pytest.mark.parametrize("name", ["water-cooled-chiller-1mw", "air-cooled-chiller-1mw"])
+def test_rated_cop_is_reproduced_at_the_rating_point(name):
+    c = CAT.chillers[name]
+    args = (c.rating_chw_leaving.si, c.rating_sink_leaving.si, c.evaporator_approach.si,
+            c.condenser_approach.si)
+    eta = carnot_fraction_from_rating(c.cop_rated.si, *args)
+    assert 0.3 < eta < 0.8  # real machines reach 40–75 % of Carnot between refrigerant temperatures
+    assert chiller_full_load_cop(*args, eta, 100.0) == pytest.approx(c.cop_rated.si, rel=1e-12)
+    # part-load curve is 1 at full load
+    assert part_load_power_fraction(1.0, c.part_load.values) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_approaches_add_to_the_lift_by_hand():
+    te, tc = refrigerant_temperatures(6.7, 35.0, 1.5, 1.5)
+    assert (te, tc) == (pytest.approx(5.2), pytest.approx(36.5))
+    assert carnot_cop(te, tc) == pytest.approx(278.35 / 31.3)
+    # a warm-water trim (20 °C leaving, 32 °C condenser leaving): 12 K of water lift is 15 K
+    # of refrigerant lift, so COP is 12/15 · (291.65/291.65+…) of the approach-free figure
+    eta = 0.7
+    with_app = chiller_full_load_cop(20.0, 32.0, 1.5, 1.5, eta, 100.0)
+    without = eta * (20.0 + 273.15) / 12.0
+    assert with_app == pytest.approx(eta * 291.65 / 15.0)
+    assert without / with_app == pytest.approx((293.15 / 12.0) / (291.65 / 15.0))
+    assert chiller_full_load_cop(20.0, 20.5, 1.5, 1.5, eta, 12.0) == 12.0  # cap at low lift
+
+
+def test_part_load_and_minimum_load():
+    c = CAT.chillers["water-cooled-chiller-1mw"]
+    coef, plr_min = c.part_load.values, c.min_load.si
+    # 1 MW chiller at COP 6 and half load: P = (1 MW / 6) · EIR-fPLR(0.5)
+    c0, c1, c2 = coef
+    assert chiller_power(0.5e6, 1e6, 6.0, coef) == pytest.approx(1e6 / 6 * (c0 + c1 / 2 + c2 / 4))
+    # below the minimum unloading ratio the power stays at that of the minimum (hot-gas bypass)
+    assert chiller_power(0.05e6, 1e6, 6.0, coef, plr_min) == pytest.approx(
+        1e6 / 6 * part_load_power_fraction(plr_min, coef))
+    assert chiller_power(0.0, 1e6, 6.0, coef, plr_min) == 0.0
+
+
+def test_staging_and_envelope():
+    assert stage_chillers(2.5e6, 1e6, 4).tolist() == 3  # ⌈2.5 / 0.9⌉
+    assert stage_chillers(np.array([0.0, 0.85e6, 0.95e6, 5e6]), 1e6, 3).tolist() == [0, 1, 2, 3]
+    assert chiller_leaving_temperature(np.array([12.0, 32.0]), 20.0).tolist() == [12.0, 20.0]

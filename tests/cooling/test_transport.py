@@ -1,0 +1,41 @@
+"""Plug-flow transport delay and sensor lag against closed forms; heat held in transit."""
+
+import numpy as np
+import pytest
+
+from twin.cooling.transport import PlugFlowDelay, sensor_lag, transport_delay
+
+
+def test_step_reaches_the_outlet_after_the_transit_time():
+    vol, flow, dt = np.array([0.5, 0.5]), np.array([0.01, 0.005]), 1.0  # τ = 50 s and 100 s
+    tau = transport_delay(vol, flow)
+    assert tau.tolist() == [50.0, 100.0]
+    line = PlugFlowDelay(vol, np.full(2, 30.0), capacity=256)
+    arrival = np.full(2, np.nan)
+    rho_cp = 4.18e6
+    e0 = line.stored_heat(rho_cp)
+    heat_in = heat_out = 0.0
+    for k in range(200):
+        t_in = np.full(2, 25.0)  # the supply set-point stepped from 30 to 25 °C at t = 0
+        out = line.step(t_in, flow, dt)
+        heat_in += rho_cp * flow * dt * t_in
+        heat_out += rho_cp * flow * dt * out
+        arrival[np.isnan(arrival) & (out < 30.0 - 1e-9)] = (k + 1) * dt
+    # the new temperature starts to leave in the step that ends at τ (plug flow, no mixing)
+    assert arrival.tolist() == pytest.approx(tau + dt, abs=dt)
+    # heat: in − out = change of what the pipe holds (to rounding)
+    assert heat_in - heat_out == pytest.approx(line.stored_heat(rho_cp) - e0, rel=1e-12)
+
+
+def test_no_flow_holds_and_zero_volume_passes_through():
+    line = PlugFlowDelay(np.array([0.1]), np.array([30.0]))
+    assert line.step(np.array([20.0]), np.array([0.0]), 1.0).tolist() == [30.0]
+    assert np.isinf(transport_delay(0.1, 0.0))
+
+
+def test_sensor_lag_is_the_exact_first_order_response():
+    y = np.array(0.0)
+    for _ in range(30):
+        y = sensor_lag(y, 1.0, 1.0, 20.0)
+    assert y == pytest.approx(1 - np.exp(-30 / 20), rel=1e-12)
+    assert sensor_lag(0.0, 1.0, 1.0, 0.0) == 1.0  # no lag

@@ -1,0 +1,91 @@
+"""Per-plate flow split, convection exponent and the HBM node, against closed forms.
+
+The steady state is solved here directly from the conductance matrix (numpy.linalg.solve on
+L T = q + b T_in), independently of the integrators.
+"""
+
+import numpy as np
+import pytest
+
+from twin.catalog.model import load_catalog
+from twin.thermal.network import SledGroup, conductance_matrices, convection_conductance, plate_flows
+from twin.units import CP_AIR, CP_WATER, RHO_WATER
+
+CAT = load_catalog()
+
+
+def gb300_tray(design_split=True, **extra):
+    """A GB300 compute tray's slots as a SledGroup (liquid GPUs and Grace, NICs on air)."""
+    sled = CAT.sleds["gb300-compute-tray"]
+    chips = [CAT.chips[c] for c, n in sled.devices.items() for _ in range(n.value)]
+    liquid = np.array([c.cooling == "liquid" for c in chips])
+    rho = np.where(liquid, RHO_WATER, 1.184)
+    k = len(chips)
+    return SledGroup(
+        template="gb300-compute-tray", sleds=np.array([0]), devices=np.arange(k)[None, :],
+        liquid=liquid, g_jc=np.array([1 / c.r_jc.si for c in chips]),
+        g_conv_ref=np.array([1 / c.r_conv_ref.si for c in chips]),
+        flow_ref=np.array([c.flow_ref.si for c in chips]) * rho,
+        c_die=np.array([c.c_die.si for c in chips]), c_plate=np.array([c.c_plate.si for c in chips]),
+        c_coolant=1000.0, c_chassis=3000.0, design_split=design_split, **extra), chips
+
+
+def test_gb300_gpu_plate_gets_its_design_flow():
+    group, chips = gb300_tray()
+    gpu = np.array([c.description.startswith("NVIDIA Blackwell") for c in chips])
+    design = np.where(group.liquid, group.flow_ref, 0.0)
+    m_sled = np.array([design.sum()])  # the sled at its design flow
+    per = plate_flows(m_sled, design)[0]
+    # each GPU plate gets exactly its 2.1 L/min (to rounding), Grace its own
+    assert per[gpu] == pytest.approx(np.full(gpu.sum(), 2.1e-3 / 60 * RHO_WATER), rel=1e-12)
+    # the equal split (the old behaviour) starves the GPUs of flow
+    eq = plate_flows(m_sled, group.liquid.astype(float))[0]
+    assert eq[gpu][0] / per[gpu][0] < 0.85
+
+
+def steady(group, m_c, m_a, p, t_in=30.0, t_air=25.0):
+    L, b = conductance_matrices(group, np.array([m_c]), np.array([m_a]))
+    q = group.heat_input(p[None, :])[0]
+    q[group.cool] += b[0, group.cool] * t_in
+    q[group.air] += b[0, group.air] * t_air
+    return np.linalg.solve(L[0], q)
+
+
+def test_split_and_exponent_set_the_die_temperature_by_hand():
+    exponent = np.full(10, 0.4)
+    group, chips = gb300_tray(conv_exponent=exponent)
+    design = np.where(group.liquid, group.flow_ref, 0.0)
+    p = np.array([c.tdp.si for c in chips])
+    m_c = design.sum()
+    T = steady(group, m_c, 0.025 * 1.184, p)
+    t_cool = T[group.cool]
+    # coolant node = inlet + liquid heat / (ṁ c_p)
+    assert t_cool == pytest.approx(30.0 + p[group.liquid].sum() / (m_c * CP_WATER), rel=1e-12)
+    # GPU at design flow: die = coolant + P (r_jc + r_conv_ref)
+    g = chips[0]
+    assert T[0] == pytest.approx(t_cool + p[0] * (g.r_jc.si + g.r_conv_ref.si), rel=1e-12)
+    # at half the sled flow the plate's conductance falls by 0.5^0.4 (laminar), not 0.5^0.8
+    T_half = steady(group, m_c / 2, 0.025 * 1.184, p)
+    g_half = convection_conductance(1 / g.r_conv_ref.si, design[0] / 2, design[0], 0.4)
+    assert g_half == pytest.approx(0.5 ** 0.4 / g.r_conv_ref.si)
+    assert T_half[0] == pytest.approx(T_half[group.cool] + p[0] * (g.r_jc.si + 1 / g_half), rel=1e-12)
+
+
+def test_hbm_node_takes_its_share_and_has_its_own_temperature():
+    f, r_hbm = 0.15, 0.08
+    group, chips = gb300_tray(hbm_slot=np.arange(4), hbm_fraction=np.full(4, f),
+                              g_hbm=np.full(4, 1 / r_hbm), c_hbm=np.full(4, 40.0))
+    assert group.m == 2 * 10 + 4 + 2 and group.cool == 24 and group.air == 25
+    p = np.array([c.tdp.si for c in chips])
+    T = steady(group, np.where(group.liquid, group.flow_ref, 0.0).sum(), 0.025 * 1.184, p)
+    g = chips[0]
+    plate = T[10]
+    # HBM = plate + f P r_hbm; die = plate + (1 − f) P r_jc; plate = coolant + P r_conv
+    assert T[group.hbm[0]] == pytest.approx(plate + f * p[0] * r_hbm, rel=1e-12)
+    assert T[0] == pytest.approx(plate + (1 - f) * p[0] * g.r_jc.si, rel=1e-12)
+    assert plate == pytest.approx(T[group.cool] + p[0] * g.r_conv_ref.si, rel=1e-12)
+    # the heat input conserves the package power
+    q = group.heat_input(p[None, :])
+    assert q.sum() == pytest.approx(p.sum())
+    # air side unaffected: chassis node = inlet + air heat / (ṁ c_p,a)
+    assert T[group.air] == pytest.approx(25.0 + p[~group.liquid].sum() / (0.025 * 1.184 * CP_AIR))

@@ -1,0 +1,309 @@
+"""Hydraulics of closed cooling loops: pump curves, system curves, control and flow sharing.
+
+Pressures are differential pressures [Pa] (head × ρ g), flows volume flows [m³ s-1], speeds
+relative to the pump's rated speed [1]. Pure functions of arrays; the equipment that uses them
+(CDU secondary pumps, facility-water and chilled-water pumps) holds the state.
+
+Model (ASHRAE Handbook — HVAC Systems and Equipment 2020, ch. 44 "Centrifugal pumps"):
+
+- pump curve at speed N, n identical pumps in parallel: Δp = N² Δp₀ − a (Q/n)², the quadratic
+  through the shut-off pressure Δp₀ and the rated point (Q_d, Δp_d); it obeys the affinity laws
+  (Q ∝ N, Δp ∝ N² along a parabola through the origin);
+- pump efficiency: η(Q, N) = η_BEP (2r − r²), r = Q / (n N Q_BEP), the parabola through the best
+  efficiency point that is constant along affinity parabolas;
+- system curve: Δp = Δp_s + k Q², a static (or controlled) part and the flow resistance k;
+- parallel branches (racks on a CDU loop, plates in a sled) share one pressure drop, so
+  Q_i ∝ k_i^(−1/2).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Standard gravity [m s-2] (head ↔ pressure).
+G = 9.80665
+
+
+def _arrays(*values):
+    return np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in values))
+
+
+def pump_curve_coefficient(shutoff_pressure, design_flow, design_pressure):
+    """Coefficient a of the pump curve Δp = N² Δp₀ − a Q² through the rated point.
+
+    Parameters
+    ----------
+    shutoff_pressure : array_like
+        Δp₀, pressure at zero flow and rated speed [Pa].
+    design_flow : array_like
+        Q_d, flow at the rated point [m³ s-1], > 0.
+    design_pressure : array_like
+        Δp_d, pressure at the rated point [Pa], < Δp₀.
+
+    Returns
+    -------
+    ndarray
+        a = (Δp₀ − Δp_d) / Q_d² [Pa s² m-6].
+    """
+    p0, qd, pd = _arrays(shutoff_pressure, design_flow, design_pressure)
+    if np.any(pd >= p0) or np.any(qd <= 0):
+        raise ValueError("pump_curve_coefficient: need 0 < design pressure < shut-off pressure "
+                         "and design flow > 0")
+    return (p0 - pd) / (qd * qd)
+
+
+def pump_pressure(flow, speed, shutoff_pressure, a, n_pumps=1):
+    """Pressure rise of n identical pumps in parallel at a relative speed.
+
+    Parameters
+    ----------
+    flow : array_like
+        Total flow through the pumps [m³ s-1].
+    speed : array_like
+        N / N_rated [1].
+    shutoff_pressure, a : array_like
+        Pump curve (:func:`pump_curve_coefficient`) [Pa], [Pa s² m-6].
+    n_pumps : array_like
+        Pumps running in parallel [1].
+
+    Returns
+    -------
+    ndarray
+        Δp = N² Δp₀ − a (Q / n)² [Pa].
+    """
+    q, s, p0, a, n = _arrays(flow, speed, shutoff_pressure, a, n_pumps)
+    per = np.divide(q, n, out=np.zeros_like(q), where=n > 0)
+    return s * s * p0 - a * per * per
+
+
+def system_pressure(flow, static, k):
+    """System curve Δp = Δp_s + k Q² [Pa].
+
+    Parameters
+    ----------
+    flow : array_like
+        Flow [m³ s-1].
+    static : array_like
+        Static head of an open circuit, or the controlled differential pressure at the index
+        point of a closed one [Pa].
+    k : array_like
+        Flow resistance [Pa s² m-6].
+    """
+    q, ps, k = _arrays(flow, static, k)
+    return ps + k * q * q
+
+
+def resistance(design_flow, design_pressure):
+    """Flow resistance k that gives ``design_pressure`` at ``design_flow``: k = Δp / Q² [Pa s² m-6]."""
+    q, p = _arrays(design_flow, design_pressure)
+    return p / (q * q)
+
+
+def operating_flow(speed, n_pumps, shutoff_pressure, a, static, k):
+    """Flow where the pump curve meets the system curve.
+
+    Parameters
+    ----------
+    speed : array_like
+        Relative speed of the running pumps [1].
+    n_pumps : array_like
+        Identical pumps running in parallel [1]; 0 gives no flow.
+    shutoff_pressure, a : array_like
+        One pump's curve [Pa], [Pa s² m-6].
+    static, k : array_like
+        System curve [Pa], [Pa s² m-6].
+
+    Returns
+    -------
+    ndarray
+        Q = √((N² Δp₀ − Δp_s) / (k + a / n²)) [m³ s-1], 0 where the pumps cannot overcome the
+        static pressure (check valves closed).
+
+    Notes
+    -----
+    One of two parallel pumps tripping on a closed loop (Δp_s = 0) leaves
+    Q₁/Q₂ = √((k + a/4) / (k + a)) of the flow: the survivor runs out along its curve to a
+    higher flow and lower pressure, so a trip leaves much more than half the flow.
+    """
+    s, n, p0, a, ps, k = _arrays(speed, n_pumps, shutoff_pressure, a, static, k)
+    n_safe = np.where(n > 0, n, 1.0)
+    drive = s * s * p0 - ps
+    q = np.sqrt(np.maximum(drive, 0.0) / (k + a / (n_safe * n_safe)))
+    return np.where((n > 0) & (drive > 0), q, 0.0)
+
+
+def speed_for_flow(flow, pressure, n_pumps, shutoff_pressure, a, min_speed=0.0):
+    """Relative speed at which n parallel pumps deliver ``flow`` against ``pressure``.
+
+    Parameters
+    ----------
+    flow : array_like
+        Required total flow [m³ s-1].
+    pressure : array_like
+        Required pressure rise at that flow [Pa] (the system curve at ``flow``, or for
+        differential-pressure control the set-point plus the losses up to the index point).
+    n_pumps : array_like
+        Pumps running [1].
+    shutoff_pressure, a : array_like
+        One pump's curve [Pa], [Pa s² m-6].
+    min_speed : array_like
+        Lowest speed the drive allows [1] (motor cooling, bearing lubrication: 20–30 %).
+
+    Returns
+    -------
+    ndarray
+        N = √((Δp + a (Q/n)²) / Δp₀), clipped to [min_speed, 1] [1].
+    """
+    q, p, n, p0, a, nmin = _arrays(flow, pressure, n_pumps, shutoff_pressure, a, min_speed)
+    per = np.divide(q, n, out=np.zeros_like(q), where=n > 0)
+    s = np.sqrt(np.maximum(p + a * per * per, 0.0) / p0)
+    return np.clip(s, nmin, 1.0)
+
+
+def dp_control_pressure(flow, setpoint, k_path):
+    """Pump pressure a differential-pressure controller at the index rack asks for.
+
+    Parameters
+    ----------
+    flow : array_like
+        Loop flow [m³ s-1].
+    setpoint : array_like
+        Differential pressure held across the index (hydraulically farthest) rack [Pa].
+    k_path : array_like
+        Resistance from the pump through the CDU exchanger, strainer and headers to the index
+        rack and back [Pa s² m-6].
+
+    Returns
+    -------
+    ndarray
+        Δp_pump = Δp_set + k_path Q² [Pa]: a control curve with the set-point as "static" part,
+        so pumping falls roughly with the square, not the cube, of flow (ASHRAE 90.1-2019
+        §6.5.4.2 asks for the sensor at the most remote point for this reason).
+    """
+    return system_pressure(flow, setpoint, k_path)
+
+
+def pump_efficiency(flow, speed, n_pumps, best_flow, best_efficiency):
+    """Hydraulic efficiency of n parallel pumps at a flow and speed.
+
+    Parameters
+    ----------
+    flow : array_like
+        Total flow [m³ s-1].
+    speed : array_like
+        Relative speed [1], > 0.
+    n_pumps : array_like
+        Pumps sharing the flow [1].
+    best_flow : array_like
+        Best-efficiency flow of one pump at rated speed [m³ s-1].
+    best_efficiency : array_like
+        η at the best-efficiency point [1].
+
+    Returns
+    -------
+    ndarray
+        η = η_BEP (2r − r²), r = Q / (n N Q_BEP), floored at 5 % of η_BEP (near shut-off or
+        run-out the parabola would reach 0) [1].
+    """
+    q, s, n, qb, eb = _arrays(flow, speed, n_pumps, best_flow, best_efficiency)
+    denom = n * s * qb
+    r = np.divide(q, denom, out=np.zeros_like(q), where=denom > 0)
+    return eb * np.maximum(2.0 * r - r * r, 0.05)
+
+
+def pump_power(flow, pressure, efficiency, drive_efficiency=1.0):
+    """Electrical power of pumps moving ``flow`` against ``pressure``.
+
+    Parameters
+    ----------
+    flow : array_like
+        Flow [m³ s-1].
+    pressure : array_like
+        Pressure rise [Pa].
+    efficiency : array_like
+        Pump (hydraulic) efficiency [1].
+    drive_efficiency : array_like
+        Motor × variable-frequency-drive efficiency [1] (0.90–0.95 for premium motors on a VFD).
+
+    Returns
+    -------
+    ndarray
+        P = Q Δp / (η_pump η_drive) [W]; all of it ends up as heat in the water (friction) or in
+        the room (motor and drive losses).
+    """
+    q, p, e, d = _arrays(flow, pressure, efficiency, drive_efficiency)
+    return np.maximum(q, 0.0) * np.maximum(p, 0.0) / (e * d)
+
+
+def branch_flows(total_flow, k, group=None):
+    """Flow through parallel branches that share one pressure drop.
+
+    Parameters
+    ----------
+    total_flow : array_like
+        Flow into the parallel set [m³ s-1]: a scalar, or one value per group.
+    k : array_like, shape (b,)
+        Resistance of each branch [Pa s² m-6], > 0 (``inf`` for a closed branch).
+    group : array_like of int, shape (b,), optional
+        Parallel set (e.g. the CDU) of each branch; ``total_flow`` is then indexed by group.
+
+    Returns
+    -------
+    ndarray, shape (b,)
+        Q_i = Q · k_i^(−1/2) / Σ_j k_j^(−1/2) [m³ s-1] (sum over the branch's group).
+
+    Notes
+    -----
+    Δp = k_i Q_i² is the same for every branch, so Q_i = √(Δp / k_i); the pressure drop follows
+    from Σ Q_i = Q: √Δp = Q / Σ k_j^(−1/2). Two racks whose resistances differ fourfold take
+    flows in the ratio 2 : 1.
+    """
+    k = np.asarray(k, dtype=float)
+    c = np.where(np.isfinite(k), 1.0 / np.sqrt(k), 0.0)
+    if group is None:
+        return np.asarray(total_flow, dtype=float) * c / c.sum()
+    group = np.asarray(group)
+    total_c = np.bincount(group, weights=c)
+    return np.asarray(total_flow, dtype=float)[group] * c / total_c[group]
+
+
+def parallel_resistance(k, group=None):
+    """Equivalent resistance of parallel branches: k_eq = (Σ k_i^(−1/2))^(−2) [Pa s² m-6]."""
+    k = np.asarray(k, dtype=float)
+    c = np.where(np.isfinite(k), 1.0 / np.sqrt(k), 0.0)
+    total = c.sum() if group is None else np.bincount(np.asarray(group), weights=c)
+    return 1.0 / (total * total)
+
+
+def fluid_resistance_factor(rho, mu, rho_ref, mu_ref, friction_share=0.5):
+    """Change of a loop's resistance k (at equal volume flow) when its fluid changes.
+
+    Parameters
+    ----------
+    rho, mu : array_like
+        Density [kg m-3] and dynamic viscosity [Pa s] of the new fluid.
+    rho_ref, mu_ref : array_like
+        Those of the fluid the resistance was rated with (water).
+    friction_share : array_like
+        Share of the rated pressure drop that is pipe friction (the rest is form losses in
+        fittings, valves, quick disconnects and manifolds) [1].
+
+    Returns
+    -------
+    ndarray
+        k / k_ref = (1 − s) (ρ/ρ_ref) + s (ρ/ρ_ref)^0.75 (μ/μ_ref)^0.25 [1].
+
+    Notes
+    -----
+    Form losses Δp = ζ ρ v²/2 scale with ρ at fixed velocity; turbulent friction in smooth
+    pipes (Blasius, f = 0.316 Re^−0.25) gives Δp ∝ ρ^0.75 μ^0.25 v^1.75. Going from water to
+    25 % propylene glycol at 35 °C (μ ≈ 2.1×) raises friction losses by ≈ 21 %.
+
+    References
+    ----------
+    .. [1] ASHRAE Handbook — Fundamentals (2021), ch. 22 "Pipe sizing" (Darcy–Weisbach,
+       Blasius) and ch. 31 (glycol correction factors for pressure drop).
+    """
+    r, m, rr, mr, s = _arrays(rho, mu, rho_ref, mu_ref, friction_share)
+    x = r / rr
+    return (1.0 - s) * x + s * x ** 0.75 * (m / mr) ** 0.25
