@@ -6,17 +6,17 @@ import pytest
 import yaml
 
 from twin.catalog import load_catalog
-from twin.catalog.model import CATALOG_FILE, Catalog, Count, Curve, Figure
+from twin.catalog.model import CATALOG_FILE, Catalog, Coefficients, Count, Curve, Figure, PropertyTable
 
 
 def _figures(entry):
     for name in type(entry).model_fields:
         value = getattr(entry, name)
-        if isinstance(value, (Figure, Count, Curve)):
+        if isinstance(value, (Figure, Count, Curve, Coefficients, PropertyTable)):
             yield name, value
         elif isinstance(value, dict):
             for k, v in value.items():
-                if isinstance(v, (Figure, Count, Curve)):
+                if isinstance(v, (Figure, Count, Curve, Coefficients, PropertyTable)):
                     yield f"{name}.{k}", v
 
 
