@@ -8,6 +8,7 @@ from twin.cooling.hydraulics import (
     branch_flows,
     dp_control_pressure,
     fluid_resistance_factor,
+    loop_operating_point,
     operating_flow,
     parallel_resistance,
     pump_curve_coefficient,
@@ -102,3 +103,51 @@ def test_glycol_raises_loop_resistance_as_the_properties_give():
     # all friction, viscosity ×2.14, density +1.85 %: 1.0185^0.75 × 2.14^0.25 = 1.2236
     f = fluid_resistance_factor(1012.5, 1.5417e-3, 994.1, 7.1914e-4, friction_share=1.0)
     assert f == pytest.approx(1.0185 ** 0.75 * (1.5417 / 0.71914) ** 0.25, rel=1e-3)
+
+
+def loop(k_racks, group, n_groups, n_pumps, dp_set, k_path):
+    return loop_operating_point(k_racks, group, n_groups, dp_set, k_path, n_pumps, P0, A,
+                                PUMP.min_speed.si, QD, ETA, DRIVE)
+
+
+def test_loop_at_design_pumps_what_curve_and_pressure_drop_give():
+    # one CDU, two identical racks taking half the design flow each at 100 kPa; the CDU and
+    # headers take the remaining 150 kPa of the pump's 250 kPa rated pressure at design flow
+    dp_rack, q_rack = 100e3, QD / 2
+    k_rack = resistance(q_rack, dp_rack)
+    k_path = resistance(QD, PD - dp_rack)
+    op = loop(np.array([k_rack, k_rack]), np.array([0, 0]), 1, np.array([1]), dp_rack, k_path)
+    assert op["held"].all()
+    assert op["flow"][0] == pytest.approx(QD, rel=1e-9)
+    assert op["speed"][0] == pytest.approx(1.0, rel=1e-9)
+    # hand: curve pressure at design (250 kPa) × design flow / (0.75 × 0.92)
+    hand = QD * PD / (ETA * DRIVE)
+    assert op["power"][0] == pytest.approx(hand, rel=0.05)  # the bound; it is 1e-9 here
+    assert op["power"][0] == pytest.approx(hand, rel=1e-9)
+
+
+def test_two_racks_of_different_resistance_share_flow_as_the_resistances_give():
+    k1 = resistance(QD / 2, 100e3)
+    k = np.array([k1, 2.25 * k1])  # the second rack 2.25× the resistance: 1.5 : 1 in flow
+    op = loop(k, np.array([0, 0]), 1, np.array([1]), 100e3, resistance(QD, PD - 100e3))
+    q = op["rack_flow"]
+    assert q[0] / q[1] == pytest.approx(1.5, rel=0.02)  # the bound; exact here
+    assert q[0] / q[1] == pytest.approx(1.5, rel=1e-12)
+    assert k[0] * q[0] ** 2 == pytest.approx(100e3, rel=1e-9)  # DP held at the racks
+
+
+def test_loop_pump_trip_and_minimum_speed():
+    # two half-size duty pumps at their rated points on one loop; one trips: the other,
+    # already at full speed, runs out along its curve to 69 % of the flow
+    k_path = resistance(2 * QD, PD - 100e3)
+    k_rack = resistance(QD, 100e3)
+    both = loop(np.array([k_rack, k_rack]), np.array([0, 0]), 1, np.array([2]), 100e3, k_path)
+    one = loop(np.array([k_rack, k_rack]), np.array([0, 0]), 1, np.array([1]), 100e3, k_path)
+    assert both["held"][0] and not one["held"][0]
+    assert one["flow"][0] / both["flow"][0] == pytest.approx(0.686, abs=1e-3)
+    # a lightly loaded loop asks for less than the minimum speed and over-delivers
+    low = loop(np.array([k_rack, k_rack]), np.array([0, 0]), 1, np.array([2]), 2e3, k_path)
+    assert low["speed"][0] == pytest.approx(PUMP.min_speed.si)
+    assert low["dp_racks"][0] > 2e3
+    none = loop(np.array([k_rack]), np.array([0]), 1, np.array([0]), 100e3, k_path)
+    assert none["flow"][0] == 0.0 and none["power"][0] == 0.0

@@ -307,3 +307,78 @@ def fluid_resistance_factor(rho, mu, rho_ref, mu_ref, friction_share=0.5):
     r, m, rr, mr, s = _arrays(rho, mu, rho_ref, mu_ref, friction_share)
     x = r / rr
     return (1.0 - s) * x + s * x ** 0.75 * (m / mr) ** 0.25
+
+
+def loop_operating_point(k_racks, group, n_groups, dp_setpoint, k_path, n_pumps, shutoff_pressure,
+                         a, min_speed, best_flow, best_efficiency, drive_efficiency=1.0):
+    """Operating point of CDU secondary loops under differential-pressure control.
+
+    Parameters
+    ----------
+    k_racks : ndarray, shape (r,)
+        Resistance of each rack branch (manifold, sleds, quick disconnects) [Pa s² m-6];
+        ``inf`` for a rack that is valved off.
+    group : ndarray of int, shape (r,)
+        CDU (loop) of each rack.
+    n_groups : int
+        Number of loops.
+    dp_setpoint : array_like, shape (c,) or scalar
+        Differential pressure held across the racks (measured at the index rack) [Pa].
+    k_path : array_like, shape (c,) or scalar
+        Resistance of the CDU (exchanger, strainer) and headers in series with the racks
+        [Pa s² m-6].
+    n_pumps : array_like, shape (c,)
+        Identical pumps running in parallel on each loop [1] (0: no flow).
+    shutoff_pressure, a : array_like
+        One pump's curve [Pa], [Pa s² m-6] (:func:`pump_curve_coefficient`).
+    min_speed : array_like
+        Lowest drive speed [1].
+    best_flow, best_efficiency : array_like
+        One pump's best-efficiency flow [m³ s-1] and efficiency [1].
+    drive_efficiency : array_like
+        Motor × VFD efficiency [1].
+
+    Returns
+    -------
+    dict
+        ``flow`` (c,) loop flow [m³ s-1], ``rack_flow`` (r,) [m³ s-1], ``speed`` (c,) [1],
+        ``pressure`` (c,) pump pressure rise [Pa], ``power`` (c,) electrical power of the pumps
+        [W], ``dp_racks`` (c,) pressure across the racks [Pa], ``held`` (c,) bool: the
+        set-point is held (neither at full speed nor at the minimum).
+
+    Notes
+    -----
+    With the headers' losses lumped into ``k_path``, every rack of a loop sees the same
+    differential pressure, so the rack flows are √(Δp / k_i) (:func:`branch_flows`) and the
+    racks together are one resistance k_eq (:func:`parallel_resistance`). Holding Δp_set needs
+    Q = √(Δp_set / k_eq) and a pump pressure Δp_set + k_path Q² (:func:`dp_control_pressure`),
+    which fixes the speed (:func:`speed_for_flow`). Clipped to [min_speed, 1], the loop then runs
+    where the pump curve at that speed meets the whole loop's curve (k_path + k_eq) Q²
+    (:func:`operating_flow`): at full speed it cannot hold the set-point (a pump trip), at
+    minimum speed it over-delivers.
+    """
+    k_racks = np.asarray(k_racks, dtype=float)
+    group = np.asarray(group)
+    c = np.where(np.isfinite(k_racks), 1.0 / np.sqrt(k_racks), 0.0)
+    csum = np.bincount(group, weights=c, minlength=n_groups)
+    k_eq = np.divide(1.0, csum * csum, out=np.full(n_groups, np.inf), where=csum > 0)
+    dp_set, k_path, n, p0, a, smin, qb, eb, de = np.broadcast_arrays(
+        *(np.asarray(v, dtype=float) for v in (dp_setpoint, k_path, n_pumps, shutoff_pressure,
+                                               a, min_speed, best_flow, best_efficiency,
+                                               drive_efficiency)), np.zeros(n_groups))[:-1]
+    q_need = np.where(np.isfinite(k_eq), np.sqrt(dp_set / np.where(np.isfinite(k_eq), k_eq, 1.0)), 0.0)
+    s_raw = np.sqrt(np.maximum(dp_control_pressure(q_need, dp_set, k_path)
+                               + a * np.divide(q_need, n, out=np.zeros_like(q_need), where=n > 0) ** 2,
+                               0.0) / p0)
+    speed = np.clip(s_raw, smin, 1.0)
+    k_total = k_path + np.where(np.isfinite(k_eq), k_eq, np.inf)
+    q = np.where(np.isfinite(k_total), operating_flow(speed, n, p0, a, 0.0,
+                                                      np.where(np.isfinite(k_total), k_total, 1.0)), 0.0)
+    pressure = np.where(q > 0, pump_pressure(q, speed, p0, a, np.maximum(n, 1.0)), 0.0)
+    eta = pump_efficiency(q, speed, np.maximum(n, 1.0), qb, eb)
+    power = np.where(q > 0, pump_power(q, pressure, eta, de), 0.0)
+    dp_racks = np.where(np.isfinite(k_eq), k_eq * q * q, 0.0)
+    rack_flow = np.divide(q[group] * c, csum[group], out=np.zeros_like(c), where=csum[group] > 0)
+    held = (n > 0) & (s_raw <= 1.0) & (s_raw >= smin)
+    return {"flow": q, "rack_flow": rack_flow, "speed": np.where(n > 0, speed, 0.0),
+            "pressure": pressure, "power": power, "dp_racks": dp_racks, "held": held}

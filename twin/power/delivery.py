@@ -253,3 +253,62 @@ def overload_trip(p_demand, capacity):
 
 #: Power-shelf overload policies by name (scenario/catalogue ``overload: cap | trip``).
 OVERLOAD_POLICIES = {"cap": overload_cap, "trip": overload_trip}
+
+
+def power_chain(p_it, p_other, busway_rating, busway_loss_at_rating, ups_modules_in_service,
+                ups_module_rating, ups_coefficients, n_transformers, transformer_rating,
+                transformer_no_load_loss, transformer_load_loss, power_factor=1.0):
+    """Losses from the racks' AC input back to the utility: busway → UPS → transformers.
+
+    Parameters
+    ----------
+    p_it : array_like
+        IT power: the racks' AC input [W].
+    p_other : array_like
+        Loads fed from the transformers but not through the UPS: cooling, miscellaneous and the
+        electrical rooms' own cooling [W].
+    busway_rating, busway_loss_at_rating : float
+        Busway design power and its losses there [W] (:func:`busway_losses`).
+    ups_modules_in_service : int
+        UPS modules sharing the load (0: no central UPS, e.g. rack battery backup) [1].
+    ups_module_rating : float
+        Real-power rating of one module [W].
+    ups_coefficients : sequence of 3 float
+        Loss model of a module (:func:`twin.power.ups.ups_loss_coefficients`) for the
+        operating mode.
+    n_transformers : int
+        Transformers sharing the load [1].
+    transformer_rating : float
+        Nameplate apparent power of one [VA].
+    transformer_no_load_loss, transformer_load_loss : float
+        Core loss and copper loss at rated load of one [W].
+    power_factor : float
+        Power factor of the load on the transformers [1] (copper losses go with current, so
+        with apparent power).
+
+    Returns
+    -------
+    dict of ndarray
+        ``busway``, ``ups``, ``transformer`` losses [W] and ``utility`` power [W] =
+        p_it + p_other + the three losses. All losses are heat in electrical rooms (busway in
+        the white space: the caller decides where each is cooled).
+
+    Notes
+    -----
+    P_bus = P_IT + L_bus(P_IT); P_UPS,in = P_bus + L_UPS(P_bus); through the transformers
+    P_T = P_UPS,in + P_other, L_T = n (P_nl + P_ll (S_T / (n S_r))²), S_T = P_T / PF.
+    """
+    from twin.power.ups import ups_losses
+
+    p_it = np.asarray(p_it, dtype=float)
+    l_bus = busway_losses(p_it, busway_rating, busway_loss_at_rating)
+    p_bus = p_it + l_bus
+    if ups_modules_in_service > 0:
+        l_ups = ups_losses(p_bus, ups_modules_in_service, ups_module_rating, ups_coefficients)
+    else:
+        l_ups = np.zeros_like(p_bus)
+    p_t = p_bus + l_ups + np.asarray(p_other, dtype=float)
+    s_each = apparent_power(p_t, power_factor) / n_transformers
+    l_tr = n_transformers * transformer_losses(s_each, transformer_rating,
+                                               transformer_no_load_loss, transformer_load_loss)
+    return {"busway": l_bus, "ups": l_ups, "transformer": l_tr, "utility": p_t + l_tr}
