@@ -60,3 +60,24 @@ def test_staging_and_envelope():
     assert stage_chillers(2.5e6, 1e6, 4).tolist() == 3  # ⌈2.5 / 0.9⌉
     assert stage_chillers(np.array([0.0, 0.85e6, 0.95e6, 5e6]), 1e6, 3).tolist() == [0, 1, 2, 3]
     assert chiller_leaving_temperature(np.array([12.0, 32.0]), 20.0).tolist() == [12.0, 20.0]
+
+
+def test_chiller_plant_by_hand():
+    from twin.cooling.refrigeration import chiller_plant
+
+    c = CAT.chillers["water-cooled-chiller-1mw"]
+    eta = carnot_fraction_from_rating(c.cop_rated.si, c.rating_chw_leaving.si,
+                                      c.rating_sink_leaving.si, c.evaporator_approach.si,
+                                      c.condenser_approach.si)
+    args = (1e6, 3, eta, 15.0, 1.5, 1.5, c.part_load.values, c.min_load.si, c.max_leaving_water.si)
+    # 1.2 MW at 18 °C leaving against 30 °C condenser water: 2 chillers at PLR 0.6
+    out = chiller_plant(1.2e6, 18.0, 30.0, *args)
+    cop = eta * (16.5 + 273.15) / (31.5 - 16.5)
+    c0, c1, c2 = c.part_load.values
+    assert out["running"] == 2
+    assert out["power"] == pytest.approx(2e6 / cop * (c0 + c1 * 0.6 + c2 * 0.36))
+    assert out["q_condenser"] == pytest.approx(1.2e6 + out["power"])
+    # a warm-water set-point beyond the envelope: the chiller leaves 20 °C water, not 32 °C
+    assert chiller_plant(0.5e6, 32.0, 36.0, *args)["t_leaving"] == 20.0
+    # more load than three chillers: carries their capacity only
+    assert chiller_plant(5e6, 18.0, 30.0, *args)["q"] == pytest.approx(3e6)

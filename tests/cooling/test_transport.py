@@ -39,3 +39,16 @@ def test_sensor_lag_is_the_exact_first_order_response():
         y = sensor_lag(y, 1.0, 1.0, 20.0)
     assert y == pytest.approx(1 - np.exp(-30 / 20), rel=1e-12)
     assert sensor_lag(0.0, 1.0, 1.0, 0.0) == 1.0  # no lag
+
+
+def test_short_history_merges_slugs_and_keeps_the_heat():
+    line = PlugFlowDelay(np.array([1.0]), np.array([30.0]), capacity=8)  # τ = 100 steps
+    rho_cp, flow = 4.18e6, np.array([0.01])
+    e0 = line.stored_heat(rho_cp)
+    heat_in = heat_out = 0.0
+    for k in range(300):
+        t_in = np.array([20.0 + 5.0 * np.sin(k / 7.0)])
+        out = line.step(t_in, flow, 1.0)
+        heat_in += rho_cp * 0.01 * t_in[0]
+        heat_out += rho_cp * 0.01 * out[0]
+    assert heat_in - heat_out == pytest.approx(float((line.stored_heat(rho_cp) - e0)[0]), rel=1e-9, abs=1e-3)

@@ -217,3 +217,48 @@ def chiller_leaving_temperature(t_setpoint, t_max_leaving):
     """
     ts, tm = _arrays(t_setpoint, t_max_leaving)
     return np.minimum(ts, tm)
+
+
+def chiller_plant(q, t_setpoint, t_sink_leaving, unit_capacity, available, carnot_fraction,
+                  cop_max, evaporator_approach, condenser_approach, coefficients, min_plr,
+                  t_max_leaving, stage_up=0.9):
+    """Chillers serving a load: staging, envelope, full-load COP and part load together.
+
+    Parameters
+    ----------
+    q : float
+        Evaporator load asked for [W].
+    t_setpoint : float
+        Leaving chilled-water set-point [degC].
+    t_sink_leaving : float
+        Leaving condenser water, or outdoor dry-bulb for air-cooled machines [degC].
+    unit_capacity : float
+        Capacity of one chiller [W].
+    available : int
+        Chillers not tripped [1].
+    carnot_fraction, cop_max, evaporator_approach, condenser_approach
+        See :func:`chiller_full_load_cop`.
+    coefficients, min_plr
+        See :func:`part_load_power_fraction`.
+    t_max_leaving : float
+        Envelope limit on leaving chilled water [degC] (:func:`chiller_leaving_temperature`).
+    stage_up : float
+        See :func:`stage_chillers`.
+
+    Returns
+    -------
+    dict
+        ``running`` chillers [1], ``q`` evaporator load carried [W] (≤ the capacity running),
+        ``power`` [W], ``cop`` effective q / power [1], ``t_leaving`` [degC], ``q_condenser``
+        heat the condensers reject, q + power [W].
+    """
+    t_leave = float(chiller_leaving_temperature(t_setpoint, t_max_leaving))
+    n = int(stage_chillers(q, unit_capacity, available, stage_up))
+    cap = n * unit_capacity
+    carried = min(max(float(q), 0.0), cap)
+    cop = float(chiller_full_load_cop(t_leave, t_sink_leaving, evaporator_approach,
+                                      condenser_approach, carnot_fraction, cop_max))
+    power = float(chiller_power(carried, cap, cop, coefficients, min_plr))
+    return {"running": n, "q": carried, "power": power,
+            "cop": carried / power if power > 0 else 0.0, "t_leaving": t_leave,
+            "q_condenser": carried + power}

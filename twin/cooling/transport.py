@@ -59,8 +59,8 @@ class PlugFlowDelay:
     initial : ndarray, shape (c,)
         Temperature the runs are filled with [degC].
     capacity : int
-        Samples of inlet history kept; must cover the longest delay in steps (older samples
-        are dropped).
+        Slugs kept per run (≥ 2); to be exact it should cover the longest delay in steps
+        (beyond it the oldest slugs merge: heat is kept, the front is smeared).
 
     Notes
     -----
@@ -107,10 +107,14 @@ class PlugFlowDelay:
         """
         v_in = np.maximum(np.asarray(flow, dtype=float), 0.0) * dt
         t_in = np.asarray(t_in, dtype=float)
-        # append the new slug (drop the oldest column; it is always emptied before it matters
-        # as long as capacity covers the longest delay)
-        self.slug_v = np.concatenate([self.slug_v[:, 1:], v_in[:, None]], axis=1)
-        self.slug_t = np.concatenate([self.slug_t[:, 1:], t_in[:, None]], axis=1)
+        # append the new slug; the two oldest merge (volume-weighted), so nothing is lost when
+        # the pipe holds more slugs than ``capacity`` (the outlet is then smeared slightly)
+        v0, v1 = self.slug_v[:, 0], self.slug_v[:, 1]
+        merged_v = v0 + v1
+        merged_t = np.divide(v0 * self.slug_t[:, 0] + v1 * self.slug_t[:, 1], merged_v,
+                             out=self.slug_t[:, 1].copy(), where=merged_v > 0)
+        self.slug_v = np.concatenate([merged_v[:, None], self.slug_v[:, 2:], v_in[:, None]], axis=1)
+        self.slug_t = np.concatenate([merged_t[:, None], self.slug_t[:, 2:], t_in[:, None]], axis=1)
         # remove v_in from the oldest end
         cum = np.cumsum(self.slug_v, axis=1)
         out_v = np.minimum(self.slug_v, np.maximum(v_in[:, None] - (cum - self.slug_v), 0.0))
