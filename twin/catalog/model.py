@@ -36,19 +36,31 @@ class Figure(_Strict):
 
     value: str | float | int
     source: Annotated[str, Field(min_length=3)]
+    uncertainty: str | float | int | None = None  # one standard deviation, same units as value
     si: float = Field(default=float("nan"), exclude=True, json_schema_extra={"readOnly": True})
+    si_uncertainty: float = Field(default=float("nan"), exclude=True, json_schema_extra={"readOnly": True})
 
     @property
     def estimate(self) -> bool:
         return self.source.strip().lower().startswith("estimate")
 
 
+#: Dimension of a figure's ``uncertainty`` (a spread of temperatures is a temperature difference).
+UNCERTAINTY_DIMENSION = {"temperature": "temperature_difference"}
+
+
 def _figure(dimension: str):
     def convert(fig: Figure) -> Figure:
         try:
-            return fig.model_copy(update={"si": parse_quantity(fig.value, dimension)})
+            update = {"si": parse_quantity(fig.value, dimension)}
+            if fig.uncertainty is not None:
+                sigma = parse_quantity(fig.uncertainty, UNCERTAINTY_DIMENSION.get(dimension, dimension))
+                if not sigma >= 0:
+                    raise QuantityError(f"uncertainty must not be negative, got {fig.uncertainty!r}")
+                update["si_uncertainty"] = sigma
         except QuantityError as exc:
             raise ValueError(str(exc)) from None
+        return fig.model_copy(update=update)
 
     return Annotated[Figure, AfterValidator(convert)]
 
@@ -455,12 +467,16 @@ class Catalog(_Strict):
         return self
 
     def merged(self, extra: dict | None) -> "Catalog":
-        """A new catalogue with ``extra`` entries (same schema, raw dicts) added or replaced."""
+        """A new catalogue with ``extra`` entries (same schema, raw dicts) added, or merged field by
+        field into an existing entry of the same name (see :func:`merge_fields`)."""
         if not extra:
             return self
         data = self.model_dump(mode="python", exclude_none=True)
         for kind, entries in extra.items():
-            data.setdefault(kind, {}).update(entries or {})
+            table = data.setdefault(kind, {})
+            for name, entry in (entries or {}).items():
+                old = table.get(name)
+                table[name] = merge_fields(old, entry) if isinstance(old, dict) and isinstance(entry, dict) else entry
         return Catalog.model_validate(data)
 
     def templates(self) -> list[str]:
@@ -472,6 +488,19 @@ class Catalog(_Strict):
         for kind in KINDS:
             for name, entry in getattr(self, kind).items():
                 yield kind, name, entry
+
+
+def merge_fields(old: dict, new: dict) -> dict:
+    """Merge ``new`` into ``old`` key by key (recursively); figures, curves and lists in ``new``
+    replace the old ones whole (a mapping with ``source`` is a figure)."""
+    out = dict(old)
+    for key, value in new.items():
+        prev = out.get(key)
+        if isinstance(value, dict) and isinstance(prev, dict) and "source" not in value and "source" not in prev:
+            out[key] = merge_fields(prev, value)
+        else:
+            out[key] = value
+    return out
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,6 +1,6 @@
 """Command line: one module per command; library modules never import this package.
 
-``twin run | validate | schema | catalog | serve | bench | sweep | capacity | report``.
+``twin run | validate | schema | catalog | serve | bench | sweep | capacity | report | calibrate``.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import typer
 
 from twin.cli.bench import bench
+from twin.cli.calibrate import calibrate_command
 from twin.cli.capacity import capacity_command
 from twin.cli.catalog import catalog
 from twin.cli.report import report_command
@@ -32,6 +33,7 @@ app.command(name="serve")(serve)
 app.command(name="sweep")(sweep_command)
 app.command(name="capacity")(capacity_command)
 app.command(name="report")(report_command)
+app.command(name="calibrate")(calibrate_command)
 
 
 def main():

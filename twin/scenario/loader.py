@@ -233,12 +233,24 @@ def load_scenario(path: str | Path, overrides: dict | None = None) -> LoadedScen
     """
     path = Path(path)
     text, lines, data = read_document(path, "scenario")
+    layers = apply_overlays(path, lines, data)
     for key, value in (overrides or {}).items():
         if isinstance(value, dict) and isinstance(data.get(key), dict):
             data[key] = {**data[key], **value}
         else:
             data[key] = value
-    where = LoadedScenario(None, None, text, path, lines)  # type: ignore[arg-type]
+    return _validated(data, text, path, lines, layers)
+
+
+def scenario_from_data(data: dict, path: str | Path, text: str = "") -> LoadedScenario:
+    """Validate scenario data already in memory (built by a program rather than read from a
+    file) exactly as :func:`load_scenario` validates a file. Relative paths in it resolve from
+    ``path``'s folder; errors name ``path``, line 1 and the field path."""
+    return _validated(data, text, Path(path), {(): 1}, [])
+
+
+def _validated(data: dict, text: str, path: Path, lines: dict, layers: list) -> LoadedScenario:
+    where = _Layered(LoadedScenario(None, None, text, path, lines), layers)  # type: ignore[arg-type]
     try:
         scenario = Scenario.model_validate(data)
     except ValidationError as exc:
@@ -253,6 +265,85 @@ def load_scenario(path: str | Path, overrides: dict | None = None) -> LoadedScen
     except FieldError as exc:
         raise loaded.locate(exc) from None
     return loaded
+
+
+def merge_over(base: dict, top: dict) -> dict:
+    """``top`` merged over ``base``: mappings key by key (recursively), anything else replaced.
+
+    A catalogue figure (a mapping with ``source``) is replaced whole, so a value never keeps
+    another value's source or uncertainty.
+    """
+    out = dict(base)
+    for key, value in top.items():
+        prev = out.get(key)
+        if isinstance(value, dict) and isinstance(prev, dict) and "source" not in value and "source" not in prev:
+            out[key] = merge_over(prev, value)
+        else:
+            out[key] = value
+    return out
+
+
+def _has(data, loc: tuple) -> bool:
+    node = data
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            return False
+    return True
+
+
+def apply_overlays(path: Path, lines: dict, data: dict) -> list[tuple[Path, dict, dict]]:
+    """Merge the files named by the scenario's ``overlays:`` over ``data`` (in place, in order,
+    later wins) — e.g. the catalogue overlay ``twin calibrate`` writes.
+
+    Returns
+    -------
+    list of (path, line map, data)
+        The overlays read, for placing later errors in the file a value came from.
+
+    Raises
+    ------
+    ScenarioError
+        A missing or unreadable overlay (at the scenario's ``overlays`` line), or an overlay
+        that is not a mapping or names overlays itself.
+    """
+    names = data.get("overlays") or []
+    if not isinstance(names, list):
+        return []
+    layers = []
+    for i, name in enumerate(names):
+        if not isinstance(name, str):
+            continue  # reported by the schema
+        file = path.parent / name
+        if not file.is_file():
+            raise ScenarioError(f"overlay not found: {file}", file=str(path),
+                                line=_line_of(lines, ("overlays", i)), path=f"overlays[{i}]")
+        _, olines, odata = read_document(file, "overlay")
+        if "overlays" in odata:
+            raise ScenarioError("an overlay cannot name overlays itself", file=str(file),
+                                line=_line_of(olines, ("overlays",)), path="overlays")
+        merged = merge_over(data, odata)
+        data.clear()
+        data.update(merged)
+        layers.append((file, olines, odata))
+    return layers
+
+
+class _Layered:
+    """Places an error in the overlay that supplied the value, else in the scenario file."""
+
+    def __init__(self, where: LoadedScenario, layers):
+        self.where, self.layers = where, layers
+
+    def locate(self, err: FieldError) -> ScenarioError:
+        for file, olines, odata in reversed(self.layers):
+            if _has(odata, err.loc):
+                return ScenarioError(err.message, file=str(file), line=_line_of(olines, err.loc),
+                                     path=format_path(err.loc))
+        return self.where.locate(err)
 
 
 def _known(names) -> str:

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
 
+from twin.calibrate.spec import CalibrationRecord, TelemetrySpec
 from twin.catalog.model import KINDS
 from twin.units import QuantityError, parse_quantity
 
@@ -375,3 +376,6 @@ class Scenario(_Strict):
     output: str | None = None
     catalog: dict[Literal[KINDS], dict[str, dict]] | None = None  # type: ignore[valid-type]
     electricity_price: Price | None = None
+    overlays: list[Annotated[str, Field(min_length=1)]] = []  # merged over this file (later wins)
+    telemetry: TelemetrySpec | None = None  # measured data for twin calibrate / twin shadow
+    calibration: CalibrationRecord | None = None  # what twin calibrate fitted (from an overlay)

@@ -1,0 +1,98 @@
+"""twin calibrate: recovers known parameters from the twin's own telemetry, and improves held-out
+predictions on real measured data (the shipped BioHPC A100 server)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from tests.calibrate.helpers import PRIOR, TRUTH, calibration_scenario, make_telemetry
+from tests.conftest import SCENARIOS
+from twin.cli import app
+
+runner = CliRunner()
+FIT = ["chips.a100-sxm.p_idle", "chips.a100-sxm.r_jc", "chips.a100-sxm.p_leak_ref"]
+
+
+@pytest.fixture(scope="module")
+def recovery(tmp_path_factory):
+    """Telemetry from the truth (3 days at 10 min), calibrated on the first 2 days."""
+    folder = tmp_path_factory.mktemp("recovery")
+    tel = make_telemetry(folder)
+    scenario = calibration_scenario(folder)
+    args = ["calibrate", str(scenario), "-o", str(folder / "fitted.yaml"), "--report", str(folder / "report.json"),
+            "--from", "2025-01-01", "--to", "2025-01-03", "--holdout-from", "2025-01-03", "--holdout-to", "2025-01-04"]
+    for p in FIT:
+        args += ["--fit", p]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    report = json.loads((folder / "report.json").read_text())
+    return {"folder": folder, "report": report, "output": result.output, "telemetry": tel,
+            "overlay": folder / "fitted.yaml", "scenario": scenario}
+
+
+def test_recovery_within_two_sigma_and_sigma_below_five_percent(recovery):
+    params = {p["path"].split(".")[-1]: p for p in recovery["report"]["parameters"]}
+    for name, truth in TRUTH.items():
+        p = params[name]
+        assert p["prior"] == pytest.approx(PRIOR[name])
+        # Within 2σ of the truth: a correct σ covers the truth this way 95 % of the time.
+        assert abs(p["value"] - truth) <= 2 * p["sigma"], (name, p, truth)
+        # σ ≤ 5 % of the value: 432 samples with 2 W / 0.3 K noise pin each figure down.
+        assert p["sigma"] <= 0.05 * abs(p["value"]), (name, p)
+        assert p["sigma"] > 0
+
+
+def test_recovery_residuals_fall_to_the_noise(recovery):
+    w = recovery["report"]["windows"]
+    for window in ("fit", "holdout"):
+        rmse = w[window]["rmse"]
+        # After: the noise itself (2 W, 0.3 K) within 25 % (sampling spread of an RMSE over 144-288 samples).
+        assert rmse["power"]["after"] == pytest.approx(2.0, rel=0.25)
+        assert rmse["temperature"]["after"] == pytest.approx(0.3, rel=0.25)
+        assert rmse["power"]["before"] > rmse["power"]["after"]
+        assert rmse["temperature"]["before"] > rmse["temperature"]["after"]
+
+
+def test_overlay_is_a_catalogue_overlay_a_scenario_includes(recovery, tmp_path):
+    from twin.scenario import load_scenario
+
+    overlay = yaml.safe_load(recovery["overlay"].read_text())
+    figures = overlay["catalog"]["chips"]["a100-sxm"]
+    assert set(figures) == {"p_idle", "r_jc", "p_leak_ref"}
+    for fig in figures.values():
+        assert fig["source"].startswith("fitted to ") and "2025-01-01..2025-01-03" in fig["source"]
+        assert "uncertainty" in fig
+    data = yaml.safe_load((SCENARIOS / "calibrate-a100.yaml").read_text())
+    data["overlays"] = [str(recovery["overlay"])]
+    path = tmp_path / "with-overlay.yaml"
+    path.write_text(yaml.safe_dump(data))
+    loaded = load_scenario(path)
+    chip = loaded.catalog.chips["a100-sxm"]
+    fitted = {p["path"].split(".")[-1]: p for p in recovery["report"]["parameters"]}
+    assert chip.p_idle.si == pytest.approx(fitted["p_idle"]["value"], rel=1e-5)  # 6 significant digits
+    assert chip.p_idle.si_uncertainty == pytest.approx(fitted["p_idle"]["sigma"], rel=1e-2)
+    assert chip.tdp.si == 400.0  # the other figures stay
+    assert [p.path for p in loaded.scenario.calibration.parameters] == FIT
+
+
+def test_printed_table_has_prior_fitted_and_scores(recovery):
+    out = recovery["output"]
+    for text in ("chips.a100-sxm.p_idle", "prior", "fitted ± σ", "RMSE before", "holdout", "temperature"):
+        assert text in out
+
+
+def test_biohpc_held_out_rmse_falls_against_the_catalogue(tmp_path):
+    """Calibrate on one week of the shipped A100 server, predict the next: power and temperature
+    RMSE on the held-out week both fall against the uncalibrated catalogue."""
+    report = tmp_path / "a100.json"
+    result = runner.invoke(app, ["calibrate", str(SCENARIOS / "calibrate-a100.yaml"), "-o", str(tmp_path / "a100.yaml"),
+                                 "--report", str(report), "--from", "2025-04-12", "--to", "2025-04-19",
+                                 "--holdout-from", "2025-04-19", "--holdout-to", "2025-04-26"])
+    assert result.exit_code == 0, result.output
+    rmse = json.loads(report.read_text())["windows"]["holdout"]["rmse"]
+    assert rmse["power"]["after"] < 0.5 * rmse["power"]["before"], rmse
+    assert rmse["temperature"]["after"] < 0.75 * rmse["temperature"]["before"], rmse
