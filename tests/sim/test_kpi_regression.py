@@ -1,0 +1,141 @@
+"""Every bundled scenario (and event variants of two of them) gives the KPIs recorded in
+tests/data/kpi_baseline.json, to 1e-9 relative.
+
+The baseline was written by ``python -m tests.sim.test_kpi_regression --write`` before the
+driver was split into components. A KPI whose definition changes on purpose is updated in the
+file deliberately, with the reason in ``CHANGED`` below, so a change of meaning is never silent.
+
+Besides the KPIs, the mean of every recorded variable of every group is compared, so the
+dataset's values are covered as well as the totals.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import SCENARIOS
+from twin.export.dataset import build_tree, summary
+from twin.scenario import load_scenario
+from twin.sim.driver import Simulation
+
+BASELINE = Path(__file__).resolve().parents[1] / "data" / "kpi_baseline.json"
+
+#: 1e-9 relative: the refactor reorders no floating-point sums on the hot path, so the numbers
+#: agree to rounding; a looser tolerance would let a real change of physics through.
+RTOL = 1e-9
+#: Absolute floor for quantities that are zero in the baseline (sums of ~1e6 W terms that cancel).
+ATOL = 1e-6
+#: Energy residuals (relative, ~1e-15) are rounding noise; any real leak would be far above this.
+RESIDUAL_ATOL = 1e-12
+
+_QUICK_EVENTS = [
+    {"at": "60 s", "kind": "coolant_flow_loss", "target": "us1-b", "fraction": 0.5, "duration": "2 min"},
+    {"at": "90 s", "kind": "rack_fan_failure", "target": "us1-a", "fraction": 0.5, "duration": "2 min"},
+    {"at": "120 s", "kind": "psu_failure", "target": "us1-a", "count": 2, "duration": "3 min"},
+    {"at": "150 s", "kind": "setpoint_change", "target": "cdu-1", "value": "38 degC", "duration": "2 min"},
+    {"at": "300 s", "kind": "cdu_pump_trip", "target": "cdu-1", "failover": True, "failover_delay": "10 s"},
+    {"at": "420 s", "kind": "cdu_failure", "target": "cdu-1", "duration": "20 s"},
+]
+_PLANT_EVENTS = [
+    {"at": "10 min", "kind": "chiller_trip", "duration": "20 min"},
+    {"at": "15 min", "kind": "dry_cooler_fan_failure", "fraction": 0.5, "duration": "30 min"},
+    {"at": "20 min", "kind": "setpoint_change", "target": "cdu-1", "value": "44 degC", "duration": "10 min"},
+    {"at": "40 min", "kind": "cdu_failure", "target": "cdu-1", "failover": True, "failover_delay": "30 s"},
+    {"at": "50 min", "kind": "utility_outage", "duration": "2 min"},
+]
+_FULL = [{"select": {"kind": ["trn3"]}, "u": 1.0}, {"select": {"kind": ["graviton4"]}, "u": 0.3}]
+
+#: case → (scenario file, overrides). Durations keep the whole module near 60 s on a loaded
+#: 2-core machine while each case still runs its scenario's features (plant, events, jobs,
+#: inference, sub-second workload steps).
+CASES: dict[str, tuple[str, dict]] = {
+    "quickstart": ("quickstart.yaml", {"time": {"duration": "15 min"}}),
+    "gb300-rack": ("gb300-rack.yaml", {"time": {"duration": "5 min"}}),
+    "trn2-training": ("trn2-training.yaml", {"time": {"duration": "3 min"}}),
+    "trn3-training": ("trn3-training.yaml", {"time": {"duration": "3 min"}}),
+    "training-swings": ("training-swings.yaml", {"time": {"duration": "3 min"}}),
+    "mixed-hall": ("mixed-hall.yaml", {"time": {"duration": "3 min"}}),
+    "inference-azure-trace": ("inference-azure-trace.yaml", {"time": {"duration": "3 min"}}),
+    "design-day-phoenix": ("design-day-phoenix.yaml", {"time": {"duration": "3 h"}}),
+    "annual-leesburg": ("annual-leesburg.yaml", {"time": {"duration": "10 d"}}),
+    "cdu-pump-trip": ("cdu-pump-trip.yaml", {"time": {"duration": "12 min"}}),
+    "cdu-pump-trip-failover": ("cdu-pump-trip-failover.yaml", {"time": {"duration": "11 min"}}),
+    "hall-1k": ("bench/hall-1k.yaml", {"time": {"duration": "2 min"}}),
+    "cluster-100k": ("bench/cluster-100k.yaml", {"time": {"duration": "20 s"}}),
+    "quickstart-events": ("quickstart.yaml", {"time": {"duration": "8 min"}, "workload": _FULL,
+                                              "events": _QUICK_EVENTS}),
+    "phoenix-events": ("design-day-phoenix.yaml", {"time": {"duration": "1 h", "step": "5 s"},
+                                                   "events": _PLANT_EVENTS}),
+}
+
+#: KPIs (and recorded means) whose definition changed on purpose since the baseline was
+#: recorded: key → reason. The baseline file holds the new values for these.
+CHANGED: dict[str, str] = {}
+
+
+def run_case(name: str) -> dict[str, float | str]:
+    """KPIs and recorded-variable means of one case."""
+    path, over = CASES[name]
+    sim = Simulation(load_scenario(SCENARIOS / path, over))
+    sim.run()
+    out: dict[str, float | str] = {}
+    for k, v in summary(sim).items():
+        out[f"kpi.{k}"] = v if isinstance(v, str) else float(v)
+    tree = build_tree(sim)
+    for group in sorted(tree.children):
+        ds = tree[group].to_dataset()
+        for v in sorted(ds.data_vars):
+            values = np.asarray(ds[v].values, dtype=float)
+            out[f"{group}.{v}"] = float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
+    return out
+
+
+def _same(a, b, key: str = "") -> bool:
+    if isinstance(a, str) or isinstance(b, str):
+        return a == b
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    if math.isinf(a) or math.isinf(b):
+        return a == b
+    if "residual" in key:  # energy residuals are rounding noise (~1e-15): compare absolutely
+        return abs(a - b) <= RESIDUAL_ATOL
+    return abs(a - b) <= max(RTOL * max(abs(a), abs(b)), ATOL)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_kpis_match_baseline(name):
+    expected = json.loads(BASELINE.read_text())[name]
+    got = run_case(name)
+    missing = sorted(set(expected) - set(got))
+    extra = sorted(set(got) - set(expected))
+    assert not missing, f"{name}: no longer produced: {missing}"
+    assert not extra, f"{name}: new and not in the baseline (add deliberately): {extra}"
+    diff = {k: (expected[k], got[k]) for k in expected if not _same(expected[k], got[k], k)}
+    assert not diff, f"{name}: differs from the baseline (expected, got): {diff}"
+
+
+def test_changed_keys_exist():
+    """Every key listed as deliberately changed is in the baseline (no stale entries)."""
+    data = json.loads(BASELINE.read_text())
+    keys = {k for case in data.values() for k in case}
+    assert set(CHANGED) <= keys
+
+
+def _write(names) -> None:
+    data = json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
+    for name in names:
+        data[name] = run_case(name)
+        print(name, len(data[name]), "values", flush=True)
+    BASELINE.write_text(json.dumps(data, indent=1, sort_keys=True, allow_nan=True) + "\n")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] != ["--write"]:
+        sys.exit("usage: python -m tests.sim.test_kpi_regression --write [case ...]")
+    _write(sys.argv[2:] or list(CASES))
