@@ -22,15 +22,12 @@ from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
-    WithJsonSchema,
     model_validator,
 )
 
-from twin.scenario.model import _quantity
-from twin.units import QuantityError, parse_quantity
+from twin.scenario.quantities import quantity as _quantity
 
 Temperature = _quantity("temperature")
 TemperatureDelta = _quantity("temperature_difference", positive=True)
@@ -40,25 +37,7 @@ Delay = _quantity("time", non_negative=True)
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
-def _volume():
-    """Volume quantity: the scenario's ``_quantity`` pattern for a dimension it has no example
-    for (``_quantity("volume")`` would need "volume" in twin.scenario.model._EXAMPLE)."""
-
-    def parse(value):
-        try:
-            si = parse_quantity(value, "volume")
-        except QuantityError as exc:
-            raise ValueError(str(exc)) from None
-        if not si > 0:
-            raise ValueError(f"must be positive, got {value!r}")
-        return si
-
-    schema = {"type": "string", "description": "volume with units, e.g. '10 m**3'",
-              "examples": ["10 m**3"]}
-    return Annotated[float, BeforeValidator(parse), WithJsonSchema(schema)]
-
-
-Volume = _volume()
+Volume = _quantity("volume", positive=True)
 
 
 class _Strict(BaseModel):

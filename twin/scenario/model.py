@@ -10,43 +10,13 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from twin.calibrate.spec import CalibrationRecord, TelemetrySpec
 from twin.catalog.model import KINDS
-from twin.units import QuantityError, parse_quantity
+from twin.scenario.quantities import quantity
 
-_EXAMPLE = {
-    "power": "1.2 kW",
-    "temperature": "32 degC",
-    "temperature_difference": "10 K",
-    "time": "500 ms",
-    "volume_flow": "1.5 L/min",
-    "price": "0.08 USD/kWh",
-    "power_rate": "200 W/s",
-    "rate": "2.5 1/s",
-    "volume": "10 m**3",
-}
-
-
-def _quantity(dimension: str, *, positive: bool = False, non_negative: bool = False):
-    def parse(value):
-        try:
-            si = parse_quantity(value, dimension)
-        except QuantityError as exc:
-            raise ValueError(str(exc)) from None
-        if positive and not si > 0:
-            raise ValueError(f"must be positive, got {value!r}")
-        if non_negative and not si >= 0:
-            raise ValueError(f"must not be negative, got {value!r}")
-        return si
-
-    schema = {
-        "type": "string",
-        "description": f"{dimension.replace('_', ' ')} with units, e.g. '{_EXAMPLE[dimension]}'",
-        "examples": [_EXAMPLE[dimension]],
-    }
-    return Annotated[float, BeforeValidator(parse), WithJsonSchema(schema)]
+_quantity = quantity  # the field factory, shared with the plant section (twin.cooling.config)
 
 
 Duration = _quantity("time", positive=True)
@@ -313,7 +283,7 @@ class Record(_Strict):
     variables: dict[Literal["facility", "cdu", "rack", "sled", "device", "job"], list[str]] = {}
 
 
-from twin.cooling.config import PlantSpec  # noqa: E402  (needs _quantity above)
+from twin.cooling.config import PlantSpec  # noqa: E402
 
 EVENT_KINDS = {
     # kind: what `target` names

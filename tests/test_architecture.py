@@ -1,0 +1,112 @@
+"""Structure rules checked statically (with ``ast``, nothing imported): no import cycles in the
+package, typer only in the command line, short functions in the simulation core."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "twin"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(path: Path, name: str, known: set[str]) -> set[str]:
+    """Package modules ``path`` imports at module level or inside functions (all explicit imports:
+    a lazy import inside a function still ties the two modules together)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    is_pkg = path.name == "__init__.py"
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".")
+                base = base[: len(base) - node.level + (1 if is_pkg else 0)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            # ``from pkg import sub`` imports the submodule pkg.sub when there is one
+            targets = [mod] + [f"{mod}.{a.name}" for a in node.names]
+        else:
+            continue
+        for t in targets:
+            while t and t not in known:
+                t = t.rpartition(".")[0]
+            if t and t != name:
+                out.add(t)
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    mods = _modules()
+    known = set(mods)
+    return {name: _imports(path, name, known) for name, path in mods.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the directed graph (as a closed path), or None."""
+    colour = dict.fromkeys(graph, 0)  # 0 new, 1 on the stack, 2 done
+    stack: list[str] = []
+
+    def visit(n):
+        colour[n] = 1
+        stack.append(n)
+        for m in sorted(graph[n]):
+            if colour[m] == 1:
+                return stack[stack.index(m):] + [m]
+            if colour[m] == 0:
+                found = visit(m)
+                if found:
+                    return found
+        stack.pop()
+        colour[n] = 2
+        return None
+
+    for n in sorted(graph):
+        if colour[n] == 0:
+            found = visit(n)
+            if found:
+                return found
+    return None
+
+
+def test_cycle_finder_finds_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycles():
+    """Explicit imports between the package's modules form no cycle. A package's ``__init__``
+    importing its own submodules is not an edge back from them (Python runs the parent first
+    whichever way round; only explicit imports are counted)."""
+    graph = import_graph()
+    # a package's __init__ re-exporting its submodules is the package's public face, not a cycle
+    for name in graph:
+        graph[name] = {m for m in graph[name] if not (name.startswith(m + ".") and _modules()[m].name == "__init__.py")}
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " → ".join(cycle)
+
+
+def _imported_roots(path: Path) -> set[str]:
+    roots = set()
+    for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(n, ast.Import):
+            roots |= {a.name.split(".")[0] for a in n.names}
+        elif isinstance(n, ast.ImportFrom) and not n.level and n.module:
+            roots.add(n.module.split(".")[0])
+    return roots
+
+
+def test_only_the_cli_imports_typer():
+    offenders = [name for name, path in _modules().items()
+                 if not name.startswith("twin.cli") and "typer" in _imported_roots(path)]
+    assert not offenders, f"typer imported outside twin.cli: {offenders}"
