@@ -8,8 +8,10 @@ other quantity in its SI base unit. Nothing inside the step loop touches pint.
 from __future__ import annotations
 
 import functools
+from typing import Annotated
 
 import pint
+from pydantic import BeforeValidator, WithJsonSchema
 
 ureg = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
 
@@ -134,6 +136,47 @@ def _example(dimension: str) -> str:
 def udunits(dimension: str) -> str:
     """UDUNITS label for a stored dimension (for dataset ``units`` attributes)."""
     return DIMENSIONS[dimension][2]
+
+
+#: An example value per dimension, shown in the scenario JSON Schema.
+FIELD_EXAMPLES = {
+    "power": "1.2 kW",
+    "temperature": "32 degC",
+    "temperature_difference": "10 K",
+    "time": "500 ms",
+    "volume_flow": "1.5 L/min",
+    "price": "0.08 USD/kWh",
+    "power_rate": "200 W/s",
+    "rate": "2.5 1/s",
+    "volume": "10 m**3",
+}
+
+
+def quantity(dimension: str, *, positive: bool = False, non_negative: bool = False):
+    """A pydantic float field parsed from a string with units of ``dimension`` (SI inside).
+
+    ``quantity("power", positive=True)`` accepts ``"1.2 kW"``, checks the dimension with pint and
+    stores watts; its JSON Schema shows an example. Used by the scenario models and the plant
+    section (:mod:`twin.scenario.model`, :mod:`twin.cooling.config`).
+    """
+
+    def parse(value):
+        try:
+            si = parse_quantity(value, dimension)
+        except QuantityError as exc:
+            raise ValueError(str(exc)) from None
+        if positive and not si > 0:
+            raise ValueError(f"must be positive, got {value!r}")
+        if non_negative and not si >= 0:
+            raise ValueError(f"must not be negative, got {value!r}")
+        return si
+
+    schema = {
+        "type": "string",
+        "description": f"{dimension.replace('_', ' ')} with units, e.g. '{FIELD_EXAMPLES[dimension]}'",
+        "examples": [FIELD_EXAMPLES[dimension]],
+    }
+    return Annotated[float, BeforeValidator(parse), WithJsonSchema(schema)]
 
 
 # Named physical constants used by the models (SI).

@@ -27,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from twin.scenario.quantities import quantity as _quantity
+from twin.units import quantity as _quantity
 
 Temperature = _quantity("temperature")
 TemperatureDelta = _quantity("temperature_difference", positive=True)

@@ -820,7 +820,8 @@ class Plant:
     # -- initial state ---------------------------------------------------------------------------
     def initialise(self, q_liquid, q_air: float, t: float = 0.0, secondary_flow=None,
                    iterations: int = 40) -> None:
-        """Settle the plant to a steady state under constant loads (and reset the totals).
+        """Settle the plant to a steady state under constant loads (and reset the totals);
+        :attr:`state` is then that steady state.
 
         Parameters
         ----------
@@ -848,7 +849,8 @@ class Plant:
             self.dt = dt
         self.totals = PlantTotals()
         self.totals.stored_start = self.totals.stored_end = self.stored_heat()
-        self.state = None
+        # self.state: the settled steady state (its powers and temperatures stand for the plant
+        # until its first step)
 
     # -- one step --------------------------------------------------------------------------------
     def step(self, t: float, cdu_return, secondary_flow, q_air: float, p_it: float) -> PlantState:

@@ -7,7 +7,9 @@ mapping table for both).
 
 One sample per recorded time of each group, stamped with the start of its recording interval
 (the dataset's ``time``; values are interval means). Energy counters are the running integral of
-the group's power up to that time (0 at the scenario start). Samples of a series are contiguous
+the group's power up to that time (0 at the scenario start), with one more sample at the end of
+the last interval: the run's total, equal to the live counter and the KPI at the end of the run
+(all three integrate the same variable, :data:`twin.export.prometheus.COUNTERS`). Samples of a series are contiguous
 and in time order, families are not interleaved, and the file ends with ``# EOF``, as the
 OpenMetrics text format requires. Non-finite values (e.g. coolant temperatures of an air-cooled
 rack) are left out.
@@ -152,11 +154,14 @@ def write_openmetrics(tree, path, *, devices: bool | None = None,
                 ds = groups.get(c.group)
                 if ds is None or c.power not in ds or ds.sizes.get("time", 0) == 0:
                     continue
+                interval = _interval_seconds(ds, tree)
                 t = _seconds(ds["time"].values)
                 power = np.asarray(ds[c.power].values, dtype=float).reshape(t.size, -1)
-                # Energy at the start of each interval: Σ of the earlier intervals' mean power × length.
+                # Energy at the start of each interval: Σ of the earlier intervals' mean power ×
+                # length; one more sample at the end of the last interval holds the run's total.
                 energy = np.vstack([np.zeros((1, power.shape[1])),
-                                    np.cumsum(np.nan_to_num(power) * _interval_seconds(ds, tree), axis=0)[:-1]])
+                                    np.cumsum(np.nan_to_num(power) * interval, axis=0)])
+                t = np.append(t, t[-1] + interval)
                 w.family(c.name, "counter", c.help)
                 for j, lab in enumerate(_entity_labels(ds, c.group)):
                     w.series(f"{c.name}_total", _labelset(GROUP_LABELS[c.group], lab), t, energy[:, j])

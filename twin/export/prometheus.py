@@ -17,8 +17,8 @@ Optional DCGM-compatible names (``dcgm=True``) for NVIDIA GPUs — the foreign n
 translated here, in :data:`DCGM_METRICS`, and nowhere else — let dashboards made for NVIDIA's
 dcgm-exporter read the twin unchanged.
 
-The collector only reads (``sim.recorder.latest``, ``sim.rack_energy``, ``sim.totals``); it never
-changes the simulation.
+The collector only reads (``sim.recorder.latest``, ``sim.totals``); it never changes the
+simulation.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector, CollectorRegistry
 
 import twin
-from twin.sim.variables import VARIABLES
+from twin.sim.variables import DECLARED, VARIABLES
 
 #: Device- or sled-level series are emitted by default only below this many entities.
 DEVICE_THRESHOLD = 2000
@@ -124,19 +124,22 @@ class Counter:
     help: str
 
 
-#: Energy counters (``<name>_total``), monotonic over a run and across ``--loop`` restarts.
-COUNTERS: tuple[Counter, ...] = (
-    Counter("twin_rack_energy_joules", "rack", "p_ac", lambda sim: sim.rack_energy,
-            "Rack AC input energy since the start [J]."),
-    Counter("twin_it_energy_joules", "facility", "p_it", lambda sim: np.array([sim.totals.e_ac]),
-            "IT energy (sum of rack AC input) since the start [J]."),
-    Counter("twin_cooling_energy_joules", "facility", "p_cooling",
-            lambda sim: np.array([sim.totals.e_cooling]),
-            "Cooling energy (modelled components) since the start [J]."),
-    Counter("twin_facility_energy_joules", "facility", "p_facility",
-            lambda sim: np.array([sim.totals.e_ac + sim.totals.e_cooling]),
-            "Facility energy (IT + cooling) since the start [J]."),
-)
+def _counters() -> tuple[Counter, ...]:
+    """One counter per variable that declares one (its exact time integral, kept by the driver)."""
+    out = []
+    for var in DECLARED.values():
+        if var.counter:
+            long_name = var.long_name.split(" (")[0]
+            out.append(Counter(var.counter, var.group, var.name,
+                               lambda sim, key=var.key: sim.totals.energy.get(key),
+                               f"{long_name[0].upper()}{long_name[1:]}, energy since the start [J]."))
+    return tuple(out)
+
+
+#: Energy counters (``<name>_total``), monotonic over a run and across ``--loop`` restarts: the
+#: variables that declare a counter (:class:`twin.sim.component.Var`), so the live value, the
+#: backfill and the KPIs (``energy_*_J``) integrate the same quantity.
+COUNTERS: tuple[Counter, ...] = _counters()
 
 
 @dataclass(frozen=True)
@@ -361,7 +364,13 @@ class TwinCollector(Collector):
         for c in COUNTERS:
             if c.group not in sim.recorder.groups:
                 continue
-            values = np.asarray(c.live(sim), dtype=float) + carried.get(c.name, 0.0)
+            key = f"{c.group}.{c.power}"
+            if key not in sim.totals.energy:  # no component of this system writes it
+                continue
+            live = c.live(sim)
+            if live is None:  # no step taken yet
+                live = np.zeros(len(tuples[c.group]))
+            values = np.asarray(live, dtype=float) + carried.get(c.name, 0.0)
             fam = CounterMetricFamily(c.name, c.help, labels=GROUP_LABELS[c.group])
             for lab, v in zip(tuples[c.group], values.tolist()):
                 fam.add_metric(lab, v)

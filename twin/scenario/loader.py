@@ -19,7 +19,6 @@ from twin.catalog import Catalog, load_catalog
 from twin.scenario.errors import FieldError, ScenarioError, format_path
 from twin.scenario.layout import expand_cdus, expand_racks
 from twin.scenario.model import EVENT_KINDS, GROUPS, Scenario
-from twin.sim.variables import VARIABLES
 
 MAX_FILE_BYTES = 5_000_000
 
@@ -428,6 +427,8 @@ def check_references(scenario: Scenario, catalog: Catalog, base: Path) -> None:
         if ratio > 1 and abs(ratio - round(ratio)) > 1e-6:
             raise FieldError(("record", group),
                              f"interval {interval:g} s is not a whole multiple of the step ({step:g} s)")
+    if scenario.record.variables:
+        from twin.sim.variables import VARIABLES  # the components' declarations
     for group, names in scenario.record.variables.items():
         known = VARIABLES[group]
         for k, var in enumerate(names):

@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from twin.calibrate.spec import CalibrationRecord, TelemetrySpec
 from twin.catalog.model import KINDS
-from twin.scenario.quantities import quantity
+from twin.units import quantity
 
-_quantity = quantity  # the field factory, shared with the plant section (twin.cooling.config)
+_quantity = quantity  # the field factory (twin.units.quantity)
 
 
 Duration = _quantity("time", positive=True)

@@ -1,19 +1,14 @@
-"""The driver: one clock, and per step (1) workload, (2) controllers, (3) power, (4) thermal
-integration, (5) recording — with finalisation in ``finally`` so an interrupted run keeps what
-it recorded.
+"""The driver: it owns the clock, the schedule of components and the recorder, and nothing else.
 
-Per step and per level (array operations only, no per-device Python):
+Each thermal step: (1) apply due events (dispatched to the components that own their kind),
+(2) step the components in order — workload demand, chip power, job accounting, power shelves,
+sled networks and rack manifolds, CDUs (or the facility plant, possibly every k steps), the
+power chain, the governors — each reading and writing the typed :class:`~twin.sim.component.State`,
+(3) integrate the energy counters of the variables that declare one, (4) record. Finalisation
+runs in ``finally`` so an interrupted run keeps what it recorded.
 
-- device power P(u, f, T_die) at the start-of-step die temperature (held over the step);
-- sled DC power = Σ devices + board overhead + fans; rack DC = Σ sleds;
-- rack AC = DC / η_shelf(load); the loss heats the rack's exhaust air;
-- sled networks integrated exactly over the step (``fast``) or by ``solve_ivp`` (``reference``);
-- heat to liquid ṁ·c_p·(T̄_coolant − T_supply) and to air ṁ_a·c_p,a·(T̄_air − T_inlet) from the
-  step-mean fluid temperatures, so electrical energy = heat to liquid + heat to air + stored heat;
-- CDU supply = max(setpoint, facility water + approach); return = flow-weighted mix of racks;
-  pump power by the affinity law;
-- thermal governor lowers clocks above the throttle point; a device above its shutdown point
-  trips and stays off.
+The initial state is a steady state under the first step's demand: the sled networks settle
+(iterating leakage to a fixed point) and, with a plant, racks and plant settle together.
 """
 
 from __future__ import annotations
@@ -21,44 +16,46 @@ from __future__ import annotations
 import math
 import time as wallclock
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import numpy as np
 
-from twin.cooling.plant import pump_power
-from twin.power.device import device_power
-from twin.power.governor import cap_governor, shutdown_trip, thermal_governor
-from twin.power.delivery import BUSWAY_LOSS_FRACTION, busway_input_power, transformer_losses, ups_input_power
-from twin.power.psu import shelf_input_power
+from twin.cooling.cdu import PlantCdu, SimpleCdu
+from twin.power.chain import PowerChain
+from twin.power.chips import ChipPower, Governors
+from twin.power.shelves import Shelves
 from twin.scenario.errors import FieldError
 from twin.scenario.loader import LoadedScenario
-from twin.scenario.model import GROUPS
 from twin.sim.build import System, build_system
-from twin.sim.events import EventQueue, cdu_targets, rack_targets
+from twin.sim.component import GROUPS, Schedule, State, step_mean
+from twin.sim.events import EventQueue
 from twin.sim.recorder import Recorder
-from twin.sim.variables import PLANT_FACILITY_VARIABLES
 from twin.thermal.integrators import INTEGRATORS
-from twin.units import CP_AIR, CP_WATER
+from twin.thermal.racks import RackThermal
+from twin.workload.components import Demand, JobAccounting
 from twin.workload.engine import Workload
 
 #: Fixed-point iterations on leakage for the initial steady state (converges as β·P_leak·R ≪ 1).
 STEADY_ITERATIONS = 8
-#: Upper bound on the workload block: steps × devices values (≈ 16 MB of float64).
-BLOCK_VALUES = 2_000_000
+#: Racks and plant settle together this many times for the initial state.
+PLANT_SETTLE_ROUNDS = 2
+#: Phases of the step reported by ``twin bench`` (each component declares its ``phase``).
+PHASES = ("workload", "power", "integration", "controllers", "recording")
 
 
 @dataclass
 class Totals:
-    """Running totals over the run (exact, whatever the recording intervals) [J, W, degC, s]."""
+    """Running totals over the run (exact, whatever the recording intervals) [J, W, degC, s].
 
+    ``energy`` holds the exact time integral of every variable that declares a ``counter``
+    ("group.name" → per-entity joules); the facility's IT, cooling, facility and loss energies
+    are read from there, so the KPIs and the live counters share one definition.
+    """
+
+    energy: dict = field(default_factory=dict)
     e_device: float = 0.0
     e_dc: float = 0.0
-    e_ac: float = 0.0
-    e_loss: float = 0.0
     e_liquid: float = 0.0
     e_air: float = 0.0
-    e_cooling: float = 0.0
-    e_facility: float = 0.0
     e_smoothing: float = 0.0  # extra device energy spent by power floors and ramp limits
     stored_start: float = 0.0
     stored_end: float = 0.0
@@ -66,11 +63,35 @@ class Totals:
     p_rack_peak: float = 0.0
     t_die_max: float = -math.inf
     throttled_device_seconds: float = 0.0
+    capped_rack_seconds: float = 0.0
     devices_throttled: int = 0
     devices_tripped: int = 0
     steps: int = 0
     wall_seconds: float = 0.0
-    per_kind: dict = field(default_factory=dict)
+
+    def _energy(self, key: str) -> float:
+        e = self.energy.get(key)
+        return float(e.sum()) if e is not None else 0.0
+
+    @property
+    def e_ac(self) -> float:
+        """IT energy: ∫ facility.p_it dt [J]."""
+        return self._energy("facility.p_it")
+
+    @property
+    def e_cooling(self) -> float:
+        """Cooling energy: ∫ facility.p_cooling dt [J]."""
+        return self._energy("facility.p_cooling")
+
+    @property
+    def e_facility(self) -> float:
+        """Facility energy: ∫ facility.p_facility dt [J]."""
+        return self._energy("facility.p_facility")
+
+    @property
+    def e_loss(self) -> float:
+        """Power-delivery losses: ∫ facility.p_loss dt [J]."""
+        return self._energy("facility.p_loss")
 
     @property
     def energy_residual(self) -> float:
@@ -89,12 +110,18 @@ class Simulation:
     sink : ZarrStream, optional
         Streams recorded samples out as the run goes (bounded memory); otherwise they are kept
         in memory for :func:`twin.export.dataset.build_tree`.
+
+    Attributes
+    ----------
+    components : list
+        In step order; ``state`` holds what they read and write.
+    totals : Totals
+        Running totals, including the exact energy integrals behind the KPIs and counters.
     """
 
     def __init__(self, loaded: LoadedScenario, solver: str = "fast", sink=None):
         self.loaded = loaded
-        sc = loaded.scenario
-        self.scenario = sc
+        sc = self.scenario = loaded.scenario
         self.system: System = build_system(sc, loaded.catalog)
         try:
             self.workload = Workload(sc, self.system, loaded.catalog, loaded.base)
@@ -106,494 +133,202 @@ class Simulation:
         self.h = sc.time.step
         self.n_steps = max(1, int(round(sc.time.duration / self.h)))
         self.solver = solver
-        self.integrator = INTEGRATORS[solver](self.system.groups, self.h)
-        sy = self.system
-        self.t_cold_aisle = sc.site.cold_aisle
-        self.t_facility = sc.site.facility_water_supply
-        # Operating state that events change: flow, fan and PSU factors, setpoints.
-        self.rack_coolant_factor = np.ones(sy.n_racks)
-        self.rack_air_factor = np.ones(sy.n_racks)
-        self.cdu_flow_factor = np.ones(sy.cdu_name.size)
-        self.rack_failed_psus = np.zeros(sy.n_racks, dtype=np.int64)
-        self.cdu_setpoint = sy.cdu_setpoint.copy()
+        self.totals = Totals()
         self.events = EventQueue(sc.events)
         self.event_log: list[tuple[float, str, str, str]] = []
-        self.first_event = np.inf
-        self.first_throttle = np.inf
-        self.first_trip = np.inf
-        self.m_coolant = np.full(sy.sled_name.size, np.nan)
-        self.m_air = np.full(sy.sled_name.size, np.nan)
-        self.plant = None
-        self._plant_flow_factor = None
-        self.water = 0.0  # make-up water used [kg]
-        self.on_battery = False
-        self.ride_through = np.inf  # s of battery left when it ran out (inf: never)
-        if sc.plant is not None:
-            self._build_plant(loaded)
-        self._apply_flows()
-        # Power caps: a clock factor per rack and per row, lowered while the limit is exceeded.
-        self.rack_cap = np.ones(sy.n_racks)
-        self.row_cap = np.ones(len(sy.row_names))
-        self.capped_rack_seconds = 0.0
-        self.clock_thermal = np.ones(sy.n_devices)
-        self.clock = np.ones(sy.n_devices)
-        self.tripped = np.zeros(sy.n_devices, dtype=bool)
-        self.ever_throttled = np.zeros(sy.n_devices, dtype=bool)
-        self.T = [np.zeros((g.sleds.size, g.m)) for g in sy.groups]
-        self.t_die = np.full(sy.n_devices, 0.0)
-        self.state = SimpleNamespace()
-        self.totals = Totals()
-        self.rack_energy = np.zeros(sy.n_racks)  # cumulative rack AC energy [J] (for counters)
-        #: Wall seconds spent per phase of the step (for ``twin bench``).
-        self.timing = dict.fromkeys(("workload", "power", "integration", "controllers", "recording"), 0.0)
+        self.first_event = math.inf
         self.step_index = 0
-        intervals = {}
+        #: Wall seconds spent per phase of the step (for ``twin bench``).
+        self.timing = dict.fromkeys(PHASES, 0.0)
+        self._build_components(loaded)
+        self.state = State()
+        for c in self.components:
+            self.state.declare(c)
+        self.state.check_inputs(self.components)
+        self._counters = [v.key for v in self.state.vars.values() if v.counter]
+        self.totals.energy = {k: None for k in self._counters}
+        self.schedule = Schedule(self.components, self.h)
+        self._check_event_owners()
+        self.recorder = self._recorder(sink)
+        if sink is not None:
+            sink.sim = self
+        self._initial_state()
+
+    # -- building ----------------------------------------------------------------------------
+    def _build_components(self, loaded) -> None:
+        """The components of this scenario, in step order."""
+        sy, sc, tot = self.system, self.scenario, self.totals
+        self.chips = ChipPower(sy.chip, self.h_w, self.jobs is not None, tot)
+        self.network = RackThermal(sy, INTEGRATORS[self.solver](sy.groups, self.h), tot)
+        self.plant = None
+        if sc.plant is None:
+            self.cooling = self._build_cdus(loaded)
+            self.chain = PowerChain(sy.design_it_power, totals=tot)
+        else:
+            self.cooling = self._build_plant(loaded)
+            cat = loaded.catalog
+            self.chain = PowerChain(sy.design_it_power, cat.ups[sc.plant.ups.template], sc.plant.ups.mode,
+                                    cat.transformers[sc.plant.transformer.template], tot)
+        self.governors = Governors(sy, tot)
+        self.components = [Demand(self.workload), self.chips]
+        if self.jobs is not None:
+            self.components.append(JobAccounting(self.jobs))
+        self.components += [Shelves(sy, tot), self.network, self.cooling, self.chain, self.governors]
+
+    def _build_cdus(self, loaded):
+        """The CDU model of a scenario without a plant: the one registered for its CDUs' kind."""
+        from twin.sim.variables import CDU_MODELS
+
+        sy, sc = self.system, self.scenario
+        entries = [loaded.catalog.cdus[t] for t in sy.cdu_template]
+        kinds = sorted({e.kind for e in entries} - {"liquid_to_liquid"})
+        if len(kinds) > 1:
+            raise loaded.locate(FieldError(("cdus",), f"CDUs of kinds {', '.join(kinds)} in one scenario "
+                                                      "are not modelled together"))
+        if not kinds:
+            return SimpleCdu(sy, sc.site.facility_water_supply, sc.site.cold_aisle)
+        return CDU_MODELS[kinds[0]](sy, sc.site.facility_water_supply, sc.site.cold_aisle, entries)
+
+    def _build_plant(self, loaded) -> PlantCdu:
+        """The facility cooling plant of the scenario's ``plant:`` behind the CDUs."""
+        import pandas as pd
+
+        from twin.cooling.facility import Plant
+
+        sy, sc, cat = self.system, self.scenario, loaded.catalog
+        for i, t in enumerate(sy.cdu_template):
+            if cat.cdus[t].kind != "liquid_to_liquid":
+                raise loaded.locate(FieldError(("cdus", i, "template"), f"'{t}' is a {cat.cdus[t].kind} CDU: "
+                                               "the facility plant serves liquid-to-liquid CDUs only"))
+        design_flow = np.bincount(sy.rack_cdu, weights=sy.rack_m_coolant, minlength=sy.cdu_name.size)
+        start = pd.Timestamp(sc.time.start)
+        day = start.day_of_year + (start - start.normalize()).total_seconds() / 86400.0
+        # Multi-rate: the plant (time constants of minutes) may update every k thermal steps.
+        every = max(1, int(round((sc.plant.step or self.h) / self.h)))
+        try:
+            self.plant = Plant(sc.plant, cat, list(sy.cdu_template), sy.cdu_setpoint, design_flow,
+                               self.h * every, start_day_of_year=day, base_dir=loaded.base)
+        except FieldError as exc:
+            raise loaded.locate(exc) from None
+        return PlantCdu(self.plant, every, sy)
+
+    def _check_event_owners(self) -> None:
+        for i, ev in enumerate(self.scenario.events):
+            if ev.kind not in self.schedule.owners:
+                raise self.loaded.locate(FieldError(("events", i, "kind"),
+                                                    f"no component of this system handles '{ev.kind}'"))
+
+    def _recorder(self, sink) -> Recorder:
+        sy, sc = self.system, self.scenario
+        intervals, variables = {}, {}
         for group in GROUPS:
             iv = getattr(sc.record, group)
             if group == "job" and self.jobs is None:
                 iv = "off"
             # In workload sub-steps; never finer than the workload step.
             intervals[group] = None if iv == "off" else max(1, int(round(iv / self.h_w)))
+            names = self.state.recorded(group)
+            wanted = sc.record.variables.get(group)
+            variables[group] = [self.state.vars[f"{group}.{n}"] for n in (wanted or names) if n in names]
         sizes = {"facility": 1, "cdu": sy.cdu_name.size, "rack": sy.n_racks,
                  "sled": sy.sled_name.size, "device": sy.n_devices,
                  "job": len(self.jobs.jobs) if self.jobs else 0}
-        self.recorder = Recorder(sizes, intervals, self.n_steps * self.n_sub, self.n_sub,
-                                 sc.record.variables, sink=sink, plant=sc.plant is not None)
-        if sink is not None:
-            sink.sim = self
-        self.p_prev = None  # last sub-step's device power, for ramp limits [W]
-        self._initial_state()
+        return Recorder(sizes, intervals, self.n_steps * self.n_sub, self.n_sub, variables, sink=sink)
 
-    # -- plant and power chain ----------------------------------------------------------------
-    def _build_plant(self, loaded) -> None:
-        """The facility cooling plant, the UPS and the transformers of the scenario's ``plant:``."""
-        import pandas as pd
-
-        from twin.cooling.facility import Plant
-
-        sy, sc, cat = self.system, self.scenario, loaded.catalog
-        design_flow = np.bincount(sy.rack_cdu, weights=sy.rack_m_coolant, minlength=sy.cdu_name.size)
-        start = pd.Timestamp(sc.time.start)
-        day = start.day_of_year + (start - start.normalize()).total_seconds() / 86400.0
-        # Multi-rate: the plant (time constants of minutes) may update every k thermal steps,
-        # on the block means of its inputs; its outputs are held in between.
-        self.plant_every = max(1, int(round((sc.plant.step or self.h) / self.h)))
-        self._plant_acc = None
-        self._plant_n = 0
-        self._plant_state = None
-        self._plant_updated = False
-        try:
-            self.plant = Plant(sc.plant, cat, list(sy.cdu_template), sy.cdu_setpoint, design_flow,
-                               self.h * self.plant_every, start_day_of_year=day, base_dir=loaded.base)
-        except FieldError as exc:
-            raise loaded.locate(exc) from None
-        ups = cat.ups[sc.plant.ups.template]
-        curve = ups.efficiency if sc.plant.ups.mode == "double_conversion" else ups.efficiency_eco
-        design = sy.design_it_power * (1 + BUSWAY_LOSS_FRACTION)
-        # N+1 UPS modules sharing the load; transformers sized for IT and cooling with 25 % margin.
-        self.ups_rating = (np.ceil(design / ups.rating.si) + 1) * ups.rating.si
-        self.ups_curve = (np.array([p[0] for p in curve.points]), np.array([p[1] for p in curve.points]))
-        self.battery_energy = (ups.battery_energy.si if ups.battery_energy else 0.0) * self.ups_rating / ups.rating.si
-        self.battery_left = self.battery_energy
-        tr = cat.transformers[sc.plant.transformer.template]
-        self.n_transformers = max(1.0, np.ceil(1.25 * design / tr.rating.si))
-        self.transformer = tr
-
-    def _delivery(self, p_it: float, p_cooling: float):
-        """Utility input and losses upstream of the racks [W]: busway → UPS → transformer.
-
-        Returns (p_facility, p_ups_in, busway + UPS loss, transformer loss). Cooling is fed from
-        the transformer, not through the UPS.
-        """
-        if self.plant is None:
-            return p_it + p_cooling, p_it, 0.0, 0.0
-        p_bus = busway_input_power(p_it)
-        p_ups_in = float(ups_input_power(np.array([p_bus]), self.ups_rating, *self.ups_curve)[0])
-        if self.on_battery:
-            self.battery_left -= p_ups_in * self.h
-            p_util = p_cooling
-        else:
-            p_util = p_ups_in + p_cooling
-        n, tr = self.n_transformers, self.transformer
-        loss_tr = float(n * transformer_losses(p_util / n, tr.rating.si, tr.no_load_loss.si, tr.load_loss.si))
-        return p_util + loss_tr, p_ups_in, p_ups_in - p_it, loss_tr
-
-    def _plant_step(self, cdu_return, cdu_flow, q_air, p_it):
-        """The plant's state for this thermal step.
-
-        With ``plant.step`` longer than the thermal step (multi-rate), the plant advances at the
-        start of each block of ``plant_every`` steps on the mean inputs of the block before (the
-        first block: the initial steady state) and its state is held through the block.
-        """
-        k = self.plant_every
-        self._plant_updated = False
-        if k == 1:
-            self._plant_updated = True
-            return self.plant.step(self.time, cdu_return, cdu_flow, q_air, p_it)
-        if self.step_index % k == 0:
-            inputs = self._plant_inputs if self._plant_acc is None else self._plant_acc / self._plant_n
-            n = cdu_flow.size
-            q_mean, flow_mean = inputs[:n], inputs[n: 2 * n]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                ret = np.where(flow_mean > 0, self.cdu_supply + q_mean / (flow_mean * CP_WATER), np.nan)
-            self._plant_state = self.plant.step(self.time, ret, flow_mean, inputs[-2], inputs[-1])
-            self._plant_updated = True
-            self._plant_acc, self._plant_n = None, 0
-        with np.errstate(invalid="ignore"):
-            q = np.where(cdu_flow > 0, (cdu_return - self.cdu_supply) * cdu_flow * CP_WATER, 0.0)
-        row = np.concatenate([q, cdu_flow, [q_air, p_it]])
-        self._plant_acc = row if self._plant_acc is None else self._plant_acc + row
-        self._plant_n += 1
-        return self._plant_state
-
-    def _fluxes(self):
-        """Heat to each CDU's liquid and to room air [W] at the present node temperatures."""
-        sy = self.system
-        q_liq = np.zeros(sy.sled_name.size)
-        q_air = np.zeros(sy.sled_name.size)
-        for i, g in enumerate(sy.groups):
-            T = self.T[i]
-            q_liq[g.sleds] = self.m_coolant[g.sleds] * CP_WATER * (T[:, g.cool] - self.sled_supply[g.sleds])
-            q_air[g.sleds] = self.m_air[g.sleds] * CP_AIR * (T[:, g.air] - self.t_cold_aisle)
-        per_cdu = np.bincount(sy.rack_cdu, weights=sy.rack_sum(q_liq), minlength=sy.cdu_name.size)
-        return per_cdu, float(q_air.sum())
-
-    # -- boundaries and levels -------------------------------------------------------------
-    def _apply_flows(self):
-        """Sled coolant and air flows from the event factors; new propagators where they changed."""
-        sy = self.system
-        cdu_factor = self.cdu_flow_factor
-        if self.plant is not None:
-            cdu_factor = cdu_factor * self.plant.secondary_flow_factor
-        rack_factor = self.rack_coolant_factor * cdu_factor[sy.rack_cdu]
-        m_coolant = sy.sled_m_coolant * rack_factor[sy.sled_rack]
-        m_air = sy.sled_m_air * self.rack_air_factor[sy.sled_rack]
-        for i, g in enumerate(sy.groups):
-            if not (np.array_equal(m_coolant[g.sleds], self.m_coolant[g.sleds])
-                    and np.array_equal(m_air[g.sleds], self.m_air[g.sleds])):
-                self.integrator.set_flows(i, m_coolant[g.sleds], m_air[g.sleds])
-        self.m_coolant, self.m_air = m_coolant, m_air
-        # Fans that failed draw no power (the survivors keep their speed).
-        self.fan_power = sy.sled_fan_power * self.rack_air_factor[sy.sled_rack]
-        healthy = np.maximum(sy.rack_psus - self.rack_failed_psus, 0)
-        self.shelf_capacity = healthy * sy.rack_psu_rating
-        self._boundaries()
-
-    def _apply_event(self, action) -> None:
-        """Change the operating state for one event action (start, clear or failover)."""
-        sy, ev = self.system, action.event
-        start = action.what == "start"
-        if ev.kind in ("cdu_pump_trip", "cdu_failure") and self.plant is not None:
-            for i in cdu_targets(ev.target, sy.cdu_name):
-                if start:
-                    (self.plant.trip_cdu_pump if ev.kind == "cdu_pump_trip" else self.plant.fail_cdu)(
-                        int(i), failover=False)
-                else:
-                    (self.plant.restore_cdu_pump if ev.kind == "cdu_pump_trip" else self.plant.restore_cdu)(int(i))
-        elif ev.kind in ("cdu_pump_trip", "cdu_failure"):
-            idx = cdu_targets(ev.target, sy.cdu_name)
-            self.cdu_flow_factor[idx] = 0.0 if start else 1.0
-        elif ev.kind in ("chiller_trip", "dry_cooler_fan_failure", "utility_outage"):
-            self._plant_event(ev.kind, start, ev)
-        elif ev.kind == "coolant_flow_loss":
-            idx = rack_targets(ev.target, sy.rack_name)
-            self.rack_coolant_factor[idx] = (1.0 - ev.fraction) if start else 1.0
-        elif ev.kind == "rack_fan_failure":
-            idx = rack_targets(ev.target, sy.rack_name)
-            self.rack_air_factor[idx] = (1.0 - ev.fraction) if start else 1.0
-        elif ev.kind == "psu_failure":
-            idx = rack_targets(ev.target, sy.rack_name)
-            self.rack_failed_psus[idx] += ev.count if start else -ev.count
-        elif ev.kind == "setpoint_change":
-            idx = cdu_targets(ev.target, sy.cdu_name)
-            if start:
-                self._saved_setpoint = getattr(self, "_saved_setpoint", {})
-                self._saved_setpoint[action.index] = self.cdu_setpoint[idx].copy()
-                self.cdu_setpoint[idx] = ev.value
-            else:
-                self.cdu_setpoint[idx] = self._saved_setpoint.pop(action.index)
-            if self.plant is not None:
-                for i in idx:
-                    self.plant.set_setpoint(cdu_supply=float(self.cdu_setpoint[i]), cdu=int(i))
-        if start:
-            self.first_event = min(self.first_event, action.time)
-        self.event_log.append((action.time, action.what, ev.kind, ev.target or "plant"))
-
-    def _plant_event(self, kind: str, start: bool, ev) -> None:
-        plant = self.plant
-        if kind == "chiller_trip":
-            plant.trip_chiller() if start else plant.restore_chiller()
-        elif kind == "dry_cooler_fan_failure":
-            plant.fail_dry_cooler_fans(ev.fraction) if start else plant.restore_dry_cooler_fans()
-        elif kind == "utility_outage":
-            # IT rides on the UPS battery; chillers stop until the utility (or generator) returns.
-            self.on_battery = start
-            plant.trip_chiller() if start else plant.restore_chiller()
-
-    def _boundaries(self):
-        """CDU supply temperatures and the constant boundary heat input of every sled node."""
-        sy = self.system
-        if self.plant is not None:
-            self.cdu_supply = self.plant.cdu_supply.copy()
-            self.t_cold_aisle = float(self.plant.t_cold_aisle)
-        else:
-            self.cdu_supply = np.maximum(self.cdu_setpoint, self.t_facility + sy.cdu_approach)
-        self.rack_supply = self.cdu_supply[sy.rack_cdu]
-        self.sled_supply = self.rack_supply[sy.sled_rack]
-        self.q_base = []
-        for i, g in enumerate(sy.groups):
-            b = self.integrator.boundary(i)
-            q = np.zeros_like(b)
-            q[:, g.cool] = b[:, g.cool] * self.sled_supply[g.sleds]
-            q[:, g.air] = b[:, g.air] * self.t_cold_aisle + sy.sled_overhead[g.sleds] + self.fan_power[g.sleds]
-            self.q_base.append(q)
-
-    def _device_power(self, u):
-        """Device power for utilisation ``u`` (devices,) or (sub-steps, devices) [W]."""
-        c = self.system.chip
-        on = ~self.tripped
-        p = device_power(u * on, self.clock * on, self.t_die, c["p_idle"], c["p_dyn"],
-                         c["p_leak_ref"], c["t_ref"], c["leak_beta"], c["clock_exponent"])
-        return p * on
-
-    def _smooth(self, p_sub):
-        """Apply the jobs' power floors and ramp limits; return the smoothed powers [W]."""
-        jobs = self.jobs
-        on = ~self.tripped
-        p = np.maximum(p_sub, jobs.floor * on)
-        if np.isfinite(jobs.ramp).any():
-            limit = jobs.ramp * self.h_w
-            prev = p[0] if self.p_prev is None else self.p_prev
-            out = np.empty_like(p)
-            for k in range(p.shape[0]):  # sequential in time; vectorised over devices
-                prev = np.clip(p[k], prev - limit, prev + limit) * on
-                out[k] = prev
-            p = out
-        self.p_prev = p[-1]
-        return p
-
-    def _stored_heat(self) -> float:
-        """Σ C·T over all nodes [J] (relative to 0 degC)."""
-        return float(sum((T * g.capacity).sum() for T, g in zip(self.T, self.system.groups)))
-
-    def _settle(self, u0, iterations: int) -> None:
-        """Node temperatures at steady state under utilisation ``u0`` with the present
-        boundaries, iterating the leakage's temperature dependence to a fixed point."""
-        sy = self.system
-        for _ in range(iterations):
-            p = self._device_power(u0)
-            for i, g in enumerate(sy.groups):
-                q = self.q_base[i].copy()
-                q[:, : g.k] += p[g.devices]
-                self.T[i] = self.integrator.steady_state(i, q)
-                self.t_die[g.devices] = self.T[i][:, : g.k]
-
-    def _initial_state(self):
-        """Steady state under the first step's demand; with a plant, racks and plant settle
-        together (the plant's supply temperatures feed the racks and their heat the plant)."""
-        sy = self.system
+    def _initial_state(self) -> None:
+        """Steady state under the first step's demand; with a plant (or another cooling model with
+        state of its own), racks and cooling settle together (its supply temperatures feed the
+        racks and their heat the cooling)."""
+        sy, st = self.system, self.state
+        for c in reversed(self.components):  # boundaries (cooling, governors) before their readers
+            c.initialise(st)
         u0 = self.workload.rules.demand(0.0, self.h_w, 1)[0]
-        self.t_die[:] = sy.chip["t_ref"]
-        self._settle(u0, STEADY_ITERATIONS)
-        if self.plant is not None:
-            for _ in range(2):
-                q_cdu, q_air = self._fluxes()
-                m = np.bincount(sy.rack_cdu, weights=sy.rack_sum(self.m_coolant), minlength=sy.cdu_name.size)
-                self.plant.initialise(q_cdu, q_air, t=0.0, secondary_flow=m)
-                p_dc = sy.rack_sum(sy.sled_sum(self._device_power(u0)) + sy.sled_overhead + self.fan_power)
-                self._plant_inputs = np.concatenate([q_cdu, m, [q_air, float(p_dc.sum())]])
-                self._boundaries()
-                self._settle(u0, STEADY_ITERATIONS)
-        self.totals.stored_start = self._stored_heat()
+        on = np.ones(sy.n_devices, dtype=bool)
+        clock = np.ones(sy.n_devices)
 
-    # -- one step ----------------------------------------------------------------------------
-    def step(self, u: np.ndarray) -> None:
-        """Advance one thermal step.
+        def power(t_die):
+            return self.chips.power(u0, clock, on, t_die)
 
-        Parameters
-        ----------
-        u : ndarray, shape (n_sub, devices)
-            Demanded utilisation in each workload sub-step [1]. Powers are computed per sub-step
-            (for sub-second facility power); the thermal network gets their step mean, which
-            keeps energy exact.
-        """
-        sy, h, st, tot = self.system, self.h, self.state, self.totals
-        now = wallclock.perf_counter
-        t0 = now()
-        p_sub = self._device_power(u)
-        if self.jobs is not None:
-            raw = p_sub
-            p_sub = self._smooth(p_sub)
-            tot.e_smoothing += float((p_sub - raw).sum()) * self.h_w
-        mean = (lambda a: a[0]) if self.n_sub == 1 else (lambda a: a.mean(axis=0))
-        p_dev = mean(p_sub)
-        p_sled_sub = np.add.reduceat(p_sub, sy.sled_device_start, axis=1) + (sy.sled_overhead + self.fan_power)
-        p_dc_sub = np.add.reduceat(p_sled_sub, sy.rack_sled_start, axis=1)
-        p_ac_sub = np.empty_like(p_dc_sub)
-        for s, (loads, etas) in enumerate(sy.shelf_curves):
-            sel = sy.shelf_members[s]
-            p_ac_sub[:, sel] = shelf_input_power(p_dc_sub[:, sel], self.shelf_capacity[sel], loads, etas)
-        p_dc = mean(p_dc_sub)
-        p_ac = mean(p_ac_sub)
-        loss = p_ac - p_dc
-        p_sled = mean(p_sled_sub)
+        self.network.t_die[:] = sy.chip["t_ref"]
+        self.network.settle(power, STEADY_ITERATIONS)
+        if hasattr(self.cooling, "settle"):  # a cooling model with state of its own settles too
+            for _ in range(PLANT_SETTLE_ROUNDS):
+                q_cdu, q_air, flow = self.network.fluxes()
+                self.cooling.settle(q_cdu, q_air, flow)
+                self.network.update(st)
+                self.network.settle(power, STEADY_ITERATIONS)
+        self.totals.stored_start = self.network.stored_heat()
 
-        t1 = now()
-        t_cool = np.empty(sy.sled_name.size)
-        t_air = np.empty(sy.sled_name.size)
-        for i, g in enumerate(sy.groups):
-            q = self.q_base[i].copy()
-            q[:, : g.k] += p_dev[g.devices]
-            self.T[i], fluid = self.integrator.step(i, self.T[i], q)
-            self.t_die[g.devices] = self.T[i][:, : g.k]
-            t_cool[g.sleds] = fluid[:, 0]
-            t_air[g.sleds] = fluid[:, 1]
-
-        m_c, m_a = self.m_coolant, self.m_air
-        q_liq_sled = m_c * CP_WATER * (t_cool - self.sled_supply)
-        q_air_sled = m_a * CP_AIR * (t_air - self.t_cold_aisle)
-        rack_m_c = sy.rack_sum(m_c)
-        rack_m_a = sy.rack_sum(m_a)
-        q_liq = sy.rack_sum(q_liq_sled)
-        q_air = sy.rack_sum(q_air_sled) + loss
-        with np.errstate(invalid="ignore", divide="ignore"):
-            t_return = np.where(rack_m_c > 0, self.rack_supply + q_liq / (rack_m_c * CP_WATER), np.nan)
-        t_air_out = self.t_cold_aisle + q_air / (rack_m_a * CP_AIR)
-
-        n_cdu = sy.cdu_name.size
-        cdu_flow = np.bincount(sy.rack_cdu, weights=rack_m_c, minlength=n_cdu)
-        cdu_q = np.bincount(sy.rack_cdu, weights=q_liq, minlength=n_cdu)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            cdu_return = np.where(cdu_flow > 0, self.cdu_supply + cdu_q / (cdu_flow * CP_WATER), np.nan)
-        p_pump = pump_power(cdu_flow, sy.cdu_design_flow, sy.cdu_pump_power)  # affinity law
-
-        p_it_sub = p_ac_sub.sum(axis=1)
-        p_it = float(mean(p_it_sub))
-        cdu_supply_used = self.cdu_supply
-        cold_aisle_used = self.t_cold_aisle
-        ps = None
-        if self.plant is not None:
-            ps = self._plant_step(cdu_return, cdu_flow, float(q_air.sum()), p_it)
-            p_pump = ps.p_pump
-            p_cooling = float(ps.p_cooling)
-        else:
-            p_cooling = float(p_pump.sum())
-        p_facility, p_ups_in, loss_ups, loss_tr = self._delivery(p_it, p_cooling)
-        p_loss_total = float(loss.sum()) + loss_ups + loss_tr
-        fac_over_it = p_facility - p_it  # the facility's draw beyond the racks (cooling, losses)
-
-        # Controllers act on the state at the end of the step, for the next one.
-        t2 = now()
-        clock_used = self.clock
-        throttled = self.clock_thermal < 1.0
-        self.clock_thermal = thermal_governor(self.clock_thermal, self.t_die, sy.chip["t_throttle"],
-                                              sy.chip["throttle_hysteresis"], h)
-        was_tripped = self.tripped
-        self.tripped = shutdown_trip(self.t_die, sy.chip["t_shutdown"], self.tripped)
-        capped = self.rack_cap < 1.0
-        if np.isfinite(sy.rack_power_limit).any() or np.isfinite(sy.row_power_limit).any():
-            self.rack_cap = cap_governor(self.rack_cap, p_ac, sy.rack_power_limit, h)
-            row_p = np.bincount(sy.rack_row, weights=p_ac, minlength=len(sy.row_names))
-            self.row_cap = cap_governor(self.row_cap, row_p, sy.row_power_limit, h)
-            cap = np.minimum(self.rack_cap, self.row_cap[sy.rack_row])
-            self.clock = np.minimum(self.clock_thermal, cap[sy.device_rack])
-            capped = cap < 1.0
-            self.capped_rack_seconds += capped.sum() * h
-        else:
-            self.clock = self.clock_thermal
-        if self.first_throttle == np.inf and throttled.any():
-            self.first_throttle = self.time
-        if self.first_trip == np.inf and self.tripped.any() and not was_tripped.any():
-            self.first_trip = self.time + h
-
-        t3 = now()
-        # State for the recorder and exporters: (entities,) per step, (n_sub, entities) per sub-step.
-        st.facility_p_it = p_it_sub[:, None]
-        st.facility_p_cooling = np.array([p_cooling])
-        st.facility_p_facility = (p_it_sub + fac_over_it)[:, None]
-        st.facility_p_loss = np.array([p_loss_total])
-        st.facility_t_cold_aisle = np.array([cold_aisle_used])
-        st.cdu_t_supply, st.cdu_t_return, st.cdu_flow = cdu_supply_used, cdu_return, cdu_flow
-        st.cdu_p_pump, st.cdu_q = p_pump, cdu_q
-        if ps is None:
-            st.facility_t_facility_supply = np.array([self.t_facility])
-        else:
-            st.facility_t_facility_supply = np.array([ps.t_facility_supply])
-            for name in PLANT_FACILITY_VARIABLES:
-                setattr(st, f"facility_{name}", np.array([float(getattr(ps, name))]))
-            st.facility_p_ups_loss = np.array([loss_ups])
-            st.facility_p_transformer_loss = np.array([loss_tr])
-            st.cdu_q = ps.q
-            st.cdu_valve = ps.valve
-            # Boundaries for the next step come from the plant (when it has just updated).
-            flows_changed = not np.array_equal(self.plant.secondary_flow_factor, self._plant_flow_factor)
-            self._plant_flow_factor = self.plant.secondary_flow_factor.copy()
-            if flows_changed:
-                self._apply_flows()
-            elif self._plant_updated:
-                self._boundaries()
-            self.water += ps.water * h
-            if self.on_battery and self.battery_left <= 0 and not np.isfinite(self.ride_through):
-                self.ride_through = self.time + h - self.first_event
-                self.tripped[:] = True  # the UPS battery is empty: everything goes dark
-        st.rack_p_ac, st.rack_p_dc = p_ac_sub, p_dc_sub
-        st.rack_t_coolant_supply = np.where(rack_m_c > 0, self.rack_supply, np.nan)
-        st.rack_t_coolant_return = t_return
-        st.rack_t_air_in = np.full(sy.n_racks, self.t_cold_aisle)
-        st.rack_t_air_out = t_air_out
-        st.rack_q_liquid, st.rack_q_air = q_liq, q_air
-        st.rack_throttled = sy.rack_sum(sy.sled_sum(throttled.astype(float))) / self.rack_devices
-        st.rack_capped = capped
-        st.sled_p_dc = p_sled
-        st.sled_t_coolant_out = np.where(m_c > 0, t_cool, np.nan)
-        st.sled_t_air_out = t_air
-        st.device_u, st.device_p, st.device_t_die = u, p_sub, self.t_die
-        st.device_clock, st.device_throttled = clock_used, throttled
-        if self.jobs is not None:
-            self.jobs.account(p_dev, h)
-            js = self.jobs.jobs
-            st.job_progress = np.array([j.progress for j in js])
-            st.job_throughput = np.array([j.rate for j in js])
-            st.job_tokens = np.array([j.tokens for j in js])
-            st.job_p = np.array([j.power for j in js])
-            st.job_state = np.array([j.state for j in js], dtype=float)
-        self.recorder.add(st)
-
-        self.rack_energy += p_ac * h
-        tot.e_device += p_dev.sum() * h
-        tot.e_dc += p_dc.sum() * h
-        tot.e_ac += p_it * h
-        tot.e_loss += loss.sum() * h
-        tot.e_liquid += q_liq.sum() * h
-        tot.e_air += q_air.sum() * h
-        tot.e_cooling += p_cooling * h
-        tot.e_facility += p_facility * h
-        tot.p_facility_peak = max(tot.p_facility_peak, float(p_it_sub.max()) + fac_over_it)
-        tot.p_rack_peak = max(tot.p_rack_peak, float(p_ac_sub.max()))
-        tot.t_die_max = max(tot.t_die_max, self.t_die.max())
-        n_thr = throttled.sum()
-        tot.throttled_device_seconds += n_thr * h
-        if n_thr:
-            self.ever_throttled |= throttled
-        tot.steps += 1
-        self.step_index += 1
-        t4 = now()
-        tm = self.timing
-        tm["power"] += t1 - t0
-        tm["integration"] += t2 - t1
-        tm["controllers"] += t3 - t2
-        tm["recording"] += t4 - t3
+    # -- compatibility views -------------------------------------------------------------------
+    @property
+    def rack_energy(self) -> np.ndarray:
+        """Rack AC input energy since the start [J] per rack."""
+        e = self.totals.energy.get("rack.p_ac")
+        return np.zeros(self.system.n_racks) if e is None else e
 
     @property
-    def rack_devices(self) -> np.ndarray:
-        if not hasattr(self, "_rack_devices"):
-            self._rack_devices = np.bincount(self.system.device_rack, minlength=self.system.n_racks)
-        return self._rack_devices
+    def water(self) -> float:
+        """Make-up water used [kg]."""
+        return self.plant.totals.water if self.plant is not None else 0.0
+
+    @property
+    def capped_rack_seconds(self) -> float:
+        return self.totals.capped_rack_seconds
+
+    @property
+    def first_throttle(self) -> float:
+        return self.governors.first_throttle
+
+    @property
+    def first_trip(self) -> float:
+        return self.governors.first_trip
+
+    @property
+    def on_battery(self) -> bool:
+        return self.chain.on_battery
+
+    @property
+    def battery_energy(self) -> float:
+        return self.chain.battery_energy
+
+    @property
+    def battery_left(self) -> float:
+        return self.chain.battery_left
+
+    @property
+    def ride_through(self) -> float:
+        return self.chain.ride_through
 
     @property
     def time(self) -> float:
         """Simulated seconds since the start."""
         return self.step_index * self.h
+
+    # -- running -------------------------------------------------------------------------------
+    def _apply_events(self) -> None:
+        for action in self.events.due(self.time + self.h):
+            self.schedule.apply(action)
+            ev = action.event
+            if action.what == "start":
+                self.first_event = min(self.first_event, action.time)
+            self.event_log.append((action.time, action.what, ev.kind, ev.target or "plant"))
+
+    def step(self) -> None:
+        """Advance one thermal step: events, components, energy counters, recorder."""
+        if self.events.first_time < self.time + self.h:
+            self._apply_events()
+        st, h, t = self.state, self.h, self.time
+        timing, now = self.timing, wallclock.perf_counter
+        self.schedule.step(t, st, timing)
+        t1 = now()
+        energy = self.totals.energy
+        for key in self._counters:
+            e = step_mean(st[key]) * h
+            energy[key] = e if energy[key] is None else energy[key] + e
+        self.recorder.add(st)
+        self.totals.steps += 1
+        self.step_index += 1
+        timing["recording"] += now() - t1
 
     def run(self, progress=None, pace=None) -> Totals:
         """Run all steps. ``progress(done_steps, n_steps)`` is called about every 0.2 s of wall time.
@@ -604,18 +339,7 @@ class Simulation:
         last = t0
         try:
             while self.step_index < self.n_steps:
-                if self.events.first_time < self.time + self.h:
-                    for action in self.events.due(self.time + self.h):
-                        self._apply_event(action)
-                    self._apply_flows()
-                tw = wallclock.perf_counter()
-                u, repair = self.workload.demand(self.time, self.clock, self.tripped, self.t_die)
-                self.timing["workload"] += wallclock.perf_counter() - tw
-                if repair is not None and repair.size:
-                    self.tripped[repair] = False
-                    self.clock_thermal[repair] = 1.0
-                    self.clock[repair] = 1.0
-                self.step(u)
+                self.step()
                 if pace is not None:
                     pace(self.time)
                 if progress is not None and self.step_index % 64 == 0:
@@ -624,10 +348,13 @@ class Simulation:
                         last = now
                         progress(self.step_index, self.n_steps)
         finally:
-            self.totals.stored_end = self._stored_heat()
-            self.totals.wall_seconds = wallclock.perf_counter() - t0
-            self.totals.devices_throttled = int(self.ever_throttled.sum())
-            self.totals.devices_tripped = int(self.tripped.sum())
+            for c in self.components:
+                c.finalise(self.state)
+            tot = self.totals
+            tot.stored_end = self.network.stored_heat()
+            tot.wall_seconds = wallclock.perf_counter() - t0
+            tot.devices_throttled = int(self.governors.ever_throttled.sum())
+            tot.devices_tripped = int(self.governors.tripped.sum())
             if progress is not None:
                 progress(self.step_index, self.n_steps)
-        return self.totals
+        return tot

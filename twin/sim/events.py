@@ -10,10 +10,12 @@ from __future__ import annotations
 import fnmatch
 import heapq
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from twin.scenario.model import Event
+if TYPE_CHECKING:  # the scenario model imports nothing from here; kept out of the import graph
+    from twin.scenario.model import Event
 
 
 @dataclass(order=True)

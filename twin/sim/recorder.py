@@ -14,18 +14,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from twin.scenario.model import GROUPS
-from twin.sim.variables import PLANT_ONLY, VARIABLES
-
-#: Variables derived from others when a sample is emitted (not accumulated).
-DERIVED = {("facility", "pue")}
+from twin.sim.component import GROUPS
 
 
 class _Group:
     def __init__(self, name, variables, n_entities, every, total, capacity):
         self.name = name
-        self.vars = [v for v in variables if (name, v) not in DERIVED]
-        self.derived = [v for v in variables if (name, v) in DERIVED]
+        self.vars = [v.name for v in variables if v.ratio is None]
+        self.keys = [v.key for v in variables if v.ratio is None]
+        #: derived variables: name → (numerator, denominator)
+        self.derived = {v.name: v.ratio for v in variables if v.ratio is not None}
+        variables = [v.name for v in variables]
         self.every = every
         self.total = total  # samples in the whole run
         self.capacity = capacity  # samples held in memory (== total unless streamed)
@@ -58,7 +57,8 @@ class Recorder:
     n_sub : int
         Workload sub-steps per thermal step.
     variables : dict
-        Variables per group (default: all of :data:`VARIABLES`).
+        Variables (:class:`~twin.sim.component.Var`) recorded per group; those with a ``ratio``
+        are derived from two others' interval means when a sample is emitted.
     sink : callable, optional
         ``sink(group, {variable: (k, entities)}, offset)`` receives full buffers of every group;
         memory then stays at ``buffer_bytes`` per group however long the run, plus the facility
@@ -68,8 +68,8 @@ class Recorder:
         samples).
     """
 
-    def __init__(self, sizes, intervals, n_substeps, n_sub, variables=None, sink=None,
-                 buffer_bytes=8 * 2**20, plant=False):
+    def __init__(self, sizes, intervals, n_substeps, n_sub, variables, sink=None,
+                 buffer_bytes=8 * 2**20):
         self.n_sub = n_sub
         self.sink = sink
         self.groups: dict[str, _Group] = {}
@@ -77,15 +77,15 @@ class Recorder:
             every = intervals.get(group)
             if not every or not sizes.get(group):
                 continue
-            names = list((variables or {}).get(group) or VARIABLES[group])
-            if not plant:
-                names = [v for v in names if (group, v) not in PLANT_ONLY]
+            names = list(variables.get(group) or ())
+            if not names:
+                continue
             total = n_substeps // every
             streamed = sink is not None
             per_sample = 8 * sizes[group] * len(names)
             capacity = max(1, min(total, max(16, buffer_bytes // per_sample))) if streamed else total
             self.groups[group] = _Group(group, names, sizes[group], every, total, capacity)
-            if group == "facility" and streamed:
+            if group == "facility" and streamed and any(v.name == "p_it" for v in names):
                 self._p_it = np.full(total, np.nan)
 
     def _maybe_flush(self, g: _Group) -> None:
@@ -109,13 +109,13 @@ class Recorder:
                 self.flush(g)
 
     def add(self, state) -> None:
-        """Add one thermal step; ``state.<group>_<variable>`` holds each value."""
+        """Add one thermal step; ``state["group.variable"]`` holds each value."""
         n_sub = self.n_sub
         for g in self.groups.values():
             if g.every == n_sub and g.room > 0:  # one sample per step: no accumulation
                 row = g.filled
-                for v in g.vars:
-                    value = getattr(state, f"{g.name}_{v}")
+                for v, key in zip(g.vars, g.keys):
+                    value = state[key]
                     if np.ndim(value) == 2:
                         value = value[0] if n_sub == 1 else value.mean(axis=0)
                     g.out[v][row] = value
@@ -124,8 +124,8 @@ class Recorder:
                 g.filled += 1
                 self._maybe_flush(g)
             elif g.every >= n_sub:
-                for v in g.vars:
-                    value = getattr(state, f"{g.name}_{v}")
+                for v, key in zip(g.vars, g.keys):
+                    value = state[key]
                     if np.ndim(value) == 2:
                         g.acc[v] += value.sum(axis=0)
                     else:
@@ -139,8 +139,8 @@ class Recorder:
             else:
                 k = n_sub // g.every
                 rows = {}
-                for v in g.vars:
-                    value = getattr(state, f"{g.name}_{v}")
+                for v, key in zip(g.vars, g.keys):
+                    value = state[key]
                     if np.ndim(value) == 2:
                         rows[v] = value.reshape(k, g.every, g.n_entities).mean(axis=1)
                     else:
@@ -172,10 +172,11 @@ class Recorder:
 
     @staticmethod
     def _derive(g: _Group, sl: slice) -> None:
-        if "pue" in g.derived and "p_it" in g.out and "p_facility" in g.out:
-            p_it, p_fac = g.out["p_it"][sl], g.out["p_facility"][sl]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                g.out["pue"][sl] = np.where(p_it > 0, p_fac / p_it, np.nan)
+        for name, (num, den) in g.derived.items():
+            if num in g.out and den in g.out:
+                a, b = g.out[num][sl], g.out[den][sl]
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    g.out[name][sl] = np.where(b > 0, a / b, np.nan)
 
     @property
     def latest(self) -> dict[str, dict[str, np.ndarray]]:

@@ -1,83 +1,69 @@
-"""The recorded variables: one name per quantity (DESIGN.md names table), units and meaning.
+"""The registry of quantities: every variable any component can write, from their declarations.
+
+:data:`COMPONENT_TYPES` lists the component classes (a new piece of equipment is registered
+here, one line); :data:`DECLARED` maps ``"group.name"`` to its :class:`~twin.sim.component.Var`;
+:data:`VARIABLES` (group → name → (units, long_name)) holds the recorded ones for the dataset
+attributes, the Prometheus help text, the scenario's ``record.variables`` check and the README
+variable table (:func:`variable_table`). A variable has one definition: two classes that write
+the same key must declare the same :class:`Var` (e.g. the two CDU implementations).
 
 Every recorded value is the mean over its recording interval (powers and temperatures alike), so
-interval energies are exact; ``pue`` is the ratio of the interval-mean powers.
+interval energies are exact; ratios (``pue``) are ratios of the interval-mean powers.
 """
 
 from __future__ import annotations
 
-#: group → variable → (UDUNITS units, long_name)
-VARIABLES: dict[str, dict[str, tuple[str, str]]] = {
-    "facility": {
-        "p_it": ("W", "IT power (sum of rack AC input)"),
-        "p_facility": ("W", "facility power (IT + cooling)"),
-        "p_cooling": ("W", "cooling power (modelled components: CDU pumps)"),
-        "p_loss": ("W", "power-delivery losses (power shelves)"),
-        "pue": ("1", "power usage effectiveness p_facility / p_it"),
-        "t_facility_supply": ("degC", "facility water supply temperature"),
-        "t_cold_aisle": ("degC", "cold-aisle air temperature"),
-        # With a plant (scenario `plant:`):
-        "t_outdoor": ("degC", "outdoor dry-bulb temperature"),
-        "t_wet_bulb": ("degC", "outdoor wet-bulb temperature"),
-        "t_facility_return": ("degC", "facility water return temperature"),
-        "p_cdu_pumps": ("W", "CDU secondary pump power"),
-        "p_facility_pumps": ("W", "facility and chilled water pump power"),
-        "p_heat_rejection_fans": ("W", "dry cooler / cooling tower fan power"),
-        "p_chiller": ("W", "chiller compressor power"),
-        "p_crah": ("W", "CRAH fan power"),
-        "p_ups_loss": ("W", "busway and UPS losses"),
-        "p_transformer_loss": ("W", "transformer losses"),
-        "water": ("kg s-1", "make-up water (evaporation and blowdown)"),
-        "economiser": ("1", "facility water: 0 chiller only, 1 partial, 2 full free cooling"),
-        "chiller_on": ("1", "fraction of the interval a chiller ran"),
-    },
-    "cdu": {
-        "t_supply": ("degC", "secondary-loop supply temperature"),
-        "t_return": ("degC", "secondary-loop return temperature"),
-        "flow": ("kg s-1", "secondary-loop mass flow"),
-        "p_pump": ("W", "secondary pump power"),
-        "q": ("W", "heat removed from the secondary loop"),
-        "valve": ("1", "primary (facility water) valve position (with a plant)"),
-    },
-    "rack": {
-        "p_ac": ("W", "rack AC input power"),
-        "p_dc": ("W", "rack DC busbar power"),
-        "t_coolant_supply": ("degC", "rack manifold coolant supply temperature"),
-        "t_coolant_return": ("degC", "rack manifold coolant return temperature"),
-        "t_air_in": ("degC", "rack air inlet temperature"),
-        "t_air_out": ("degC", "rack air exhaust temperature"),
-        "q_liquid": ("W", "heat to liquid"),
-        "q_air": ("W", "heat to air (sled exhaust and power-shelf losses)"),
-        "throttled": ("1", "fraction of the rack's devices throttled"),
-        "capped": ("1", "fraction of the interval the rack's clocks were capped for a power limit"),
-    },
-    "sled": {
-        "p_dc": ("W", "sled DC power (devices, overhead, fans)"),
-        "t_coolant_out": ("degC", "sled coolant outlet temperature"),
-        "t_air_out": ("degC", "sled exhaust air temperature"),
-    },
-    "device": {
-        "u": ("1", "demanded utilisation"),
-        "p": ("W", "device power"),
-        "t_die": ("degC", "die temperature"),
-        "clock": ("1", "relative clock"),
-        "throttled": ("1", "fraction of the interval spent throttled"),
-    },
-    "job": {
-        "progress": ("1", "work done: iterations (training), requests completed (inference), device-seconds at full clock (cpu)"),
-        "throughput": ("s-1", "progress per second (inference: output tokens per second)"),
-        "tokens": ("1", "tokens processed, cumulative"),
-        "p": ("W", "device power attributed to the job"),
-        "state": ("1", "0 queued, 1 running, 2 checkpoint, 3 restarting, 4 done"),
-    },
+from twin.cooling.cdu import PlantCdu, SimpleCdu
+from twin.power.chain import PowerChain
+from twin.power.chips import ChipPower, Governors
+from twin.power.shelves import Shelves
+from twin.sim.component import GROUPS, Var
+from twin.thermal.racks import RackThermal
+from twin.workload.components import Demand, JobAccounting
+
+#: Component classes, in the order their variables are listed.
+COMPONENT_TYPES: tuple[type, ...] = (
+    Shelves, PowerChain, SimpleCdu, PlantCdu, RackThermal, ChipPower, Governors, Demand, JobAccounting,
+)
+
+#: CDU models without a plant, by the catalogue CDU ``kind`` they bring in; a scenario's CDUs use
+#: the model of their one kind other than liquid_to_liquid (which every model handles too).
+CDU_MODELS: dict[str, type] = {
+    "liquid_to_liquid": SimpleCdu,
 }
 
 
-#: Facility variables read from the plant's state by name (only with a scenario ``plant:``).
-PLANT_FACILITY_VARIABLES = (
-    "t_outdoor", "t_wet_bulb", "t_facility_return", "p_cdu_pumps", "p_facility_pumps",
-    "p_heat_rejection_fans", "p_chiller", "p_crah", "water", "economiser", "chiller_on",
-)
-#: Variables that exist only when the scenario has a plant.
-PLANT_ONLY = {("facility", v) for v in PLANT_FACILITY_VARIABLES + ("p_ups_loss", "p_transformer_loss")} | {
-    ("cdu", "valve")}
+def _declared(types) -> dict[str, Var]:
+    out: dict[str, Var] = {}
+    for cls in types:
+        for var in getattr(cls, "VARIABLES", None) or cls.outputs:
+            if var.key in out and out[var.key] != var:
+                raise ValueError(f"{var.key} is declared twice, differently: {out[var.key]} and {var}")
+            out[var.key] = var
+    return out
+
+
+#: Every declared variable, recorded or internal: "group.name" → Var.
+DECLARED: dict[str, Var] = _declared(COMPONENT_TYPES)
+
+#: Recorded variables: group → name → (UDUNITS units, long_name).
+VARIABLES: dict[str, dict[str, tuple[str, str]]] = {
+    g: {v.name: (v.units, v.long_name) for v in DECLARED.values() if v.group == g and v.record}
+    for g in GROUPS
+}
+
+
+def writers(key: str) -> list[str]:
+    """Names of the component classes that can write variable ``key``."""
+    return [cls.__name__ for cls in COMPONENT_TYPES
+            if any(v.key == key for v in (getattr(cls, "VARIABLES", None) or cls.outputs))]
+
+
+def variable_table() -> str:
+    """The README's variable table (Markdown), generated from the declarations."""
+    lines = ["| group | variable | units | meaning | written by |", "| --- | --- | --- | --- | --- |"]
+    for group, names in VARIABLES.items():
+        for name, (units, long_name) in names.items():
+            by = ", ".join(writers(f"{group}.{name}"))
+            lines.append(f"| {group} | `{name}` | {units} | {long_name} | {by} |")
+    return "\n".join(lines)

@@ -1,0 +1,222 @@
+"""CDUs as components: one interface, two implementations.
+
+Every CDU component reads the heat and flow its racks send it (``cdu.q_in``, ``cdu.flow``,
+from :class:`twin.thermal.racks.RackThermal`) and gives the racks their boundaries for the next
+step: secondary supply temperature ``cdu.t_supply_next``, secondary flow factor
+``cdu.flow_factor`` and the cold-aisle temperature ``facility.t_cold_aisle_next``; it defines
+pump power, heat removed and the facility's cooling power.
+
+- :class:`SimpleCdu` (no scenario ``plant:``): supply = max(set-point, facility water + approach)
+  with the facility water at the site's constant temperature; pumps by the affinity law.
+- :class:`PlantCdu` (a scenario ``plant:``): the CDU bank of the facility cooling plant
+  (:class:`twin.cooling.facility.Plant`: ε-NTU exchangers with PI valves, facility water loop,
+  heat rejection, chillers and CRAHs), stepping every ``plant.step`` on block means of its inputs.
+
+Both own the CDU events (pump trip, CDU failure with failover, set-point change); the plant
+also owns the plant-wide events.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from twin.cooling.plant import pump_power
+from twin.sim.component import Component, Var, step_mean
+from twin.sim.events import cdu_targets
+from twin.units import CP_WATER
+
+P_PUMP = Var("cdu", "p_pump", "W", "secondary pump power")
+Q = Var("cdu", "q", "W", "heat removed from the secondary loop")
+VALVE = Var("cdu", "valve", "1", "primary (facility water) valve position")
+T_SUPPLY_NEXT = Var("cdu", "t_supply_next", "degC", "secondary supply temperature from the next step on",
+                    record=False)
+FLOW_FACTOR = Var("cdu", "flow_factor", "1", "secondary flow relative to design (pumps and failures)",
+                  record=False)
+P_COOLING = Var("facility", "p_cooling", "W",
+                "cooling power (CDU pumps; with a plant also facility and chilled-water pumps, "
+                "heat-rejection fans, chillers and CRAH fans)", counter="twin_cooling_energy_joules")
+T_FACILITY_SUPPLY = Var("facility", "t_facility_supply", "degC", "facility water supply temperature")
+T_COLD_AISLE_NEXT = Var("facility", "t_cold_aisle_next", "degC", "cold-aisle temperature from the next step on",
+                        record=False)
+#: Facility variables of the plant, read from its :class:`~twin.cooling.facility.PlantState` by name.
+PLANT_FACILITY_VARS = (
+    Var("facility", "t_outdoor", "degC", "outdoor dry-bulb temperature"),
+    Var("facility", "t_wet_bulb", "degC", "outdoor wet-bulb temperature"),
+    Var("facility", "t_facility_return", "degC", "facility water return temperature"),
+    Var("facility", "p_cdu_pumps", "W", "CDU secondary pump power"),
+    Var("facility", "p_facility_pumps", "W", "facility and chilled water pump power"),
+    Var("facility", "p_heat_rejection_fans", "W", "dry cooler / cooling tower fan power"),
+    Var("facility", "p_chiller", "W", "chiller compressor power"),
+    Var("facility", "p_crah", "W", "CRAH fan power"),
+    Var("facility", "water", "kg s-1", "make-up water (evaporation and blowdown)"),
+    Var("facility", "economiser", "1", "facility water: 0 chiller only, 1 partial, 2 full free cooling"),
+    Var("facility", "chiller_on", "1", "fraction of the interval a chiller ran"),
+)
+CDU_EVENTS = ("cdu_pump_trip", "cdu_failure", "setpoint_change")
+
+
+class SimpleCdu(Component):
+    """CDUs fed by facility water at a constant temperature (no plant model).
+
+    Parameters
+    ----------
+    system : System
+        CDU names, set-points, approaches, design flows and pump powers.
+    t_facility : float
+        Facility water supply temperature [degC].
+    t_cold_aisle : float
+        Cold-aisle air temperature [degC].
+
+    Notes
+    -----
+    T_supply = max(T_set, T_facility + approach); P_pump = P_d (ṁ/ṁ_d)³ (affinity law,
+    :func:`twin.cooling.plant.pump_power`); the heat removed is the heat the racks send.
+    A pump trip or CDU failure stops the secondary flow until it clears or fails over.
+    """
+
+    inputs = ("cdu.flow", "cdu.q_in")
+    outputs = (P_PUMP, Q, P_COOLING, T_FACILITY_SUPPLY, T_SUPPLY_NEXT, FLOW_FACTOR, T_COLD_AISLE_NEXT)
+    events = CDU_EVENTS
+    phase = "integration"
+
+    def __init__(self, system, t_facility: float, t_cold_aisle: float):
+        self.sy = system
+        self.t_facility = t_facility
+        self.t_cold_aisle = t_cold_aisle
+        self.setpoint = system.cdu_setpoint.copy()
+        self.flow_factor = np.ones(system.cdu_name.size)
+        self._saved_setpoint: dict[int, np.ndarray] = {}
+        self.state = None
+
+    def _boundaries(self) -> None:
+        st = self.state
+        st["cdu.t_supply_next"] = np.maximum(self.setpoint, self.t_facility + self.sy.cdu_approach)
+        st["cdu.flow_factor"] = self.flow_factor.copy()
+
+    def initialise(self, state) -> None:
+        self.state = state
+        state["facility.t_cold_aisle_next"] = np.array([self.t_cold_aisle])
+        state["facility.t_facility_supply"] = np.array([self.t_facility])
+        self._boundaries()
+
+    def step(self, t: float, dt: float, state) -> None:
+        sy = self.sy
+        p_pump = pump_power(state["cdu.flow"], sy.cdu_design_flow, sy.cdu_pump_power)  # affinity law
+        state["cdu.p_pump"] = p_pump
+        state["cdu.q"] = state["cdu.q_in"]
+        state["facility.p_cooling"] = np.array([float(p_pump.sum())])
+
+    def apply(self, action) -> bool:
+        ev, start = action.event, action.what == "start"
+        idx = cdu_targets(ev.target, self.sy.cdu_name)
+        if ev.kind == "setpoint_change":
+            if start:
+                self._saved_setpoint[action.index] = self.setpoint[idx].copy()
+                self.setpoint[idx] = ev.value
+            else:
+                self.setpoint[idx] = self._saved_setpoint.pop(action.index)
+        else:  # pump trip or CDU failure: no flow until cleared or failed over
+            self.flow_factor[idx] = 0.0 if start else 1.0
+        self._boundaries()
+        return True
+
+
+class PlantCdu(Component):
+    """The CDU bank of the facility cooling plant, with the rest of the plant behind it.
+
+    Parameters
+    ----------
+    plant : Plant
+        The plant (:class:`twin.cooling.facility.Plant`), built for a step of ``every`` × h.
+    every : int
+        Thermal steps per plant step (``plant.step`` / ``time.step``).
+
+    Notes
+    -----
+    Multi-rate: the plant (time constants of minutes) steps at the start of each block of
+    ``every`` thermal steps, over the block, on the means of the heat and flow from the racks,
+    the room-air heat and the IT power over the latest ``every`` steps; the return temperature
+    it sees is supply + q̄/(ṁ̄ c_p). Its outputs hold through the block.
+    """
+
+    inputs = ("cdu.q_in", "cdu.flow", "facility.q_air", "facility.p_it")
+    outputs = (P_PUMP, Q, VALVE, P_COOLING, T_FACILITY_SUPPLY, T_SUPPLY_NEXT, FLOW_FACTOR,
+               T_COLD_AISLE_NEXT, *PLANT_FACILITY_VARS)
+    events = CDU_EVENTS + ("chiller_trip", "dry_cooler_fan_failure", "utility_outage")
+    phase = "integration"
+
+    def __init__(self, plant, every: int, system):
+        self.plant = plant
+        self.every = every
+        self.sy = system
+        self.setpoint = system.cdu_setpoint.copy()
+        self._saved_setpoint: dict[int, np.ndarray] = {}
+        self.state = None
+
+    def _boundaries(self) -> None:
+        st, plant = self.state, self.plant
+        st["cdu.t_supply_next"] = plant.cdu_supply.copy()
+        st["cdu.flow_factor"] = plant.secondary_flow_factor
+        st["facility.t_cold_aisle_next"] = np.array([float(plant.t_cold_aisle)])
+
+    def initialise(self, state) -> None:
+        self.state = state
+        self._boundaries()
+
+    def settle(self, q_liquid, q_air: float, flow) -> None:
+        """Steady state under constant loads (:meth:`Plant.initialise`); its outputs stand
+        until the plant's first step."""
+        self.plant.initialise(q_liquid, q_air, t=0.0, secondary_flow=flow)
+        self._write(self.plant.state)
+        self._boundaries()
+
+    def _write(self, ps) -> None:
+        st = self.state
+        st["cdu.p_pump"] = ps.p_pump
+        st["cdu.q"] = ps.q
+        st["cdu.valve"] = ps.valve
+        st["facility.p_cooling"] = np.array([float(ps.p_cooling)])
+        st["facility.t_facility_supply"] = np.array([ps.t_facility_supply])
+        for var in PLANT_FACILITY_VARS:
+            st[var.key] = np.array([float(getattr(ps, var.name))])
+
+    def step(self, t: float, dt: float, state) -> None:
+        flow, q = state["cdu.flow"], state["cdu.q_in"]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ret = np.where(flow > 0, self.plant.cdu_supply + q / (flow * CP_WATER), np.nan)
+        ps = self.plant.step(t, ret, flow, float(step_mean(state["facility.q_air"])[0]),
+                             float(step_mean(state["facility.p_it"])[0]))
+        self._write(ps)
+        self._boundaries()
+
+    def apply(self, action) -> bool:
+        ev, start, plant = action.event, action.what == "start", self.plant
+        kind = ev.kind
+        if kind in ("cdu_pump_trip", "cdu_failure"):
+            for i in cdu_targets(ev.target, self.sy.cdu_name):
+                if start:
+                    (plant.trip_cdu_pump if kind == "cdu_pump_trip" else plant.fail_cdu)(int(i), failover=False)
+                else:
+                    (plant.restore_cdu_pump if kind == "cdu_pump_trip" else plant.restore_cdu)(int(i))
+        elif kind == "setpoint_change":
+            idx = cdu_targets(ev.target, self.sy.cdu_name)
+            if start:
+                self._saved_setpoint[action.index] = self.setpoint[idx].copy()
+                self.setpoint[idx] = ev.value
+            else:
+                self.setpoint[idx] = self._saved_setpoint.pop(action.index)
+            for i in idx:
+                plant.set_setpoint(cdu_supply=float(self.setpoint[i]), cdu=int(i))
+        elif kind == "chiller_trip" or kind == "utility_outage":
+            # on a utility outage the chillers stop until the utility (or generator) returns
+            plant.trip_chiller() if start else plant.restore_chiller()
+        elif kind == "dry_cooler_fan_failure":
+            plant.fail_dry_cooler_fans(ev.fraction) if start else plant.restore_dry_cooler_fans()
+        if self.state is not None:
+            self._boundaries()
+        return True
+
+    @property
+    def water(self) -> float:
+        """Make-up water used over the run [kg]."""
+        return self.plant.totals.water

@@ -1,0 +1,177 @@
+"""Chips as components: device power per workload sub-step, and the clock governors.
+
+:class:`ChipPower` turns demanded utilisation, the clock the governors allow and the die
+temperature into device power (:func:`twin.power.device.device_power`), then applies the jobs'
+power floors and ramp limits. :class:`Governors` is the controller at the end of each step:
+thermal throttling with hysteresis, the shutdown trip and the rack/row power-cap governors set
+the clock limit and the trips for the next step (:mod:`twin.power.governor`). Both are array
+operations over all devices; the ramp limit loops over sub-steps only.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from twin.power.device import device_power
+from twin.power.governor import cap_governor, shutdown_trip, thermal_governor
+from twin.sim.component import Component, Var, step_mean
+
+P = Var("device", "p", "W", "device power", per_substep=True)
+P_STEP = Var("device", "p_step", "W", "device power, step mean", record=False)
+CLOCK = Var("device", "clock", "1", "relative clock")
+THROTTLED = Var("device", "throttled", "1", "fraction of the interval spent throttled")
+CLOCK_LIMIT = Var("device", "clock_limit", "1", "clock the governors allow from the next step on", record=False)
+TRIPPED = Var("device", "tripped", "1", "device is off after a shutdown trip", record=False)
+RACK_THROTTLED = Var("rack", "throttled", "1", "fraction of the rack's devices throttled")
+RACK_CAPPED = Var("rack", "capped", "1", "fraction of the interval the rack's clocks were capped for a power limit")
+
+
+class ChipPower(Component):
+    """Device power [W] per workload sub-step.
+
+    Parameters
+    ----------
+    chip : dict of ndarray
+        Per-device chip figures (:data:`twin.sim.build.CHIP_FIELDS` + ``p_dyn``).
+    h_w : float
+        Workload sub-step [s] (ramp limits act per sub-step).
+    smoothing : bool
+        Apply the jobs' power floors and ramp limits (scenarios with jobs).
+    totals : Totals
+        Running totals (extra energy spent by floors and ramp limits, ``e_smoothing``).
+    """
+
+    inputs = ("device.u", "device.clock_limit", "device.tripped", "device.t_die", "device.repair",
+              "device.p_floor", "device.ramp")
+    outputs = (P, P_STEP, CLOCK)
+    phase = "power"
+
+    def __init__(self, chip: dict, h_w: float, smoothing: bool, totals):
+        self.chip = chip
+        self.h_w = h_w
+        self.smoothing = smoothing
+        self.totals = totals
+        self.p_prev = None  # last sub-step's device power, for ramp limits [W]
+
+    def power(self, u, clock, on, t_die):
+        """Device power for utilisation ``u`` (devices,) or (sub-steps, devices) [W]."""
+        c = self.chip
+        p = device_power(u * on, clock * on, t_die, c["p_idle"], c["p_dyn"],
+                         c["p_leak_ref"], c["t_ref"], c["leak_beta"], c["clock_exponent"])
+        return p * on
+
+    def step(self, t: float, dt: float, state) -> None:
+        clock, on, repair = state["device.clock_limit"], ~state["device.tripped"], state["device.repair"]
+        if repair is not None and repair.size:  # a restarted job's devices are back, at full clock
+            on[repair] = True
+            clock = clock.copy()
+            clock[repair] = 1.0
+        p_sub = self.power(state["device.u"], clock, on, state["device.t_die"])
+        if self.smoothing:
+            raw = p_sub
+            p_sub = self._smooth(p_sub, on, state["device.p_floor"], state["device.ramp"])
+            self.totals.e_smoothing += float((p_sub - raw).sum()) * self.h_w
+        p_step = step_mean(p_sub)
+        state["device.p"] = p_sub
+        state["device.p_step"] = p_step
+        self.totals.e_device += p_step.sum() * dt
+        state["device.clock"] = clock
+
+    def _smooth(self, p_sub, on, floor, ramp):
+        """Apply the jobs' power floors and ramp limits; return the smoothed powers [W]."""
+        p = np.maximum(p_sub, floor * on)
+        if np.isfinite(ramp).any():
+            limit = ramp * self.h_w
+            prev = p[0] if self.p_prev is None else self.p_prev
+            out = np.empty_like(p)
+            for k in range(p.shape[0]):  # sequential in time; vectorised over devices
+                prev = np.clip(p[k], prev - limit, prev + limit) * on
+                out[k] = prev
+            p = out
+        self.p_prev = p[-1]
+        return p
+
+
+class Governors(Component):
+    """Thermal throttling, shutdown trips and power caps, acting at the end of each step.
+
+    Parameters
+    ----------
+    system : System
+        Built system (chip limits, rack and row power limits, device → rack/row maps).
+    totals : Totals
+        Running totals (throttled device-seconds, capped rack-seconds, first throttle and trip).
+
+    Notes
+    -----
+    Reads the die temperatures and rack powers of the step just taken and sets the clock limit
+    and the trips for the next one (:func:`~twin.power.governor.thermal_governor`,
+    :func:`~twin.power.governor.shutdown_trip`, :func:`~twin.power.governor.cap_governor`).
+    A restarted job's devices are cleared first; when the UPS battery runs out every device trips.
+    """
+
+    inputs = ("device.t_die", "rack.p_ac", "device.repair", "facility.battery_empty")
+    outputs = (THROTTLED, RACK_THROTTLED, RACK_CAPPED, CLOCK_LIMIT, TRIPPED)
+    phase = "controllers"
+
+    def __init__(self, system, totals):
+        self.sy = sy = system
+        self.totals = totals
+        n = sy.n_devices
+        self.clock_thermal = np.ones(n)
+        self.clock = np.ones(n)
+        self.tripped = np.zeros(n, dtype=bool)
+        self.ever_throttled = np.zeros(n, dtype=bool)
+        self.rack_cap = np.ones(sy.n_racks)
+        self.row_cap = np.ones(len(sy.row_names))
+        self.capping = bool(np.isfinite(sy.rack_power_limit).any() or np.isfinite(sy.row_power_limit).any())
+        self.rack_devices = np.bincount(sy.device_rack, minlength=sy.n_racks)
+        self.first_throttle = math.inf
+        self.first_trip = math.inf
+
+    def initialise(self, state) -> None:
+        state["device.clock_limit"] = self.clock
+        state["device.tripped"] = self.tripped
+
+    def step(self, t: float, dt: float, state) -> None:
+        sy, tot = self.sy, self.totals
+        repair = state["device.repair"]
+        if repair is not None and repair.size:
+            self.tripped[repair] = False
+            self.clock_thermal[repair] = 1.0
+        t_die = state["device.t_die"]
+        throttled = self.clock_thermal < 1.0
+        self.clock_thermal = thermal_governor(self.clock_thermal, t_die, sy.chip["t_throttle"],
+                                              sy.chip["throttle_hysteresis"], dt)
+        was_tripped = self.tripped
+        self.tripped = shutdown_trip(t_die, sy.chip["t_shutdown"], self.tripped)
+        capped = self.rack_cap < 1.0
+        if self.capping:
+            p_ac = step_mean(state["rack.p_ac"])
+            self.rack_cap = cap_governor(self.rack_cap, p_ac, sy.rack_power_limit, dt)
+            row_p = np.bincount(sy.rack_row, weights=p_ac, minlength=len(sy.row_names))
+            self.row_cap = cap_governor(self.row_cap, row_p, sy.row_power_limit, dt)
+            cap = np.minimum(self.rack_cap, self.row_cap[sy.rack_row])
+            self.clock = np.minimum(self.clock_thermal, cap[sy.device_rack])
+            capped = cap < 1.0
+            tot.capped_rack_seconds += capped.sum() * dt
+        else:
+            self.clock = self.clock_thermal
+        if self.first_throttle == math.inf and throttled.any():
+            self.first_throttle = t
+        if self.first_trip == math.inf and self.tripped.any() and not was_tripped.any():
+            self.first_trip = t + dt
+        if state["facility.battery_empty"][0]:
+            self.tripped[:] = True  # the UPS battery is empty: everything goes dark
+        state["device.throttled"] = throttled
+        state["rack.throttled"] = sy.rack_sum(sy.sled_sum(throttled.astype(float))) / self.rack_devices
+        state["rack.capped"] = capped
+        state["device.clock_limit"] = self.clock
+        state["device.tripped"] = self.tripped
+        n_thr = throttled.sum()
+        tot.throttled_device_seconds += n_thr * dt
+        if n_thr:
+            self.ever_throttled |= throttled
+        tot.t_die_max = max(tot.t_die_max, t_die.max())

@@ -1,0 +1,75 @@
+"""Sleds, racks and their power shelves as a component: DC sums and AC input per sub-step.
+
+Sled DC power = Σ devices + board overhead + fans; rack DC = Σ sleds (``np.add.reduceat`` over
+the contiguous entity order); rack AC = DC / η_shelf(load) from each shelf type's efficiency
+curve (:func:`twin.power.psu.shelf_input_power`) over the healthy PSUs. IT power is Σ rack AC.
+``psu_failure`` events take PSUs out of a rack's shelves (the rest share the load).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from twin.power.psu import shelf_input_power
+from twin.sim.component import Component, Var, step_mean
+from twin.sim.events import rack_targets
+
+SLED_P_DC = Var("sled", "p_dc", "W", "sled DC power (devices, overhead, fans)")
+RACK_P_DC = Var("rack", "p_dc", "W", "rack DC busbar power", per_substep=True)
+RACK_P_AC = Var("rack", "p_ac", "W", "rack AC input power", per_substep=True, counter="twin_rack_energy_joules")
+RACK_P_LOSS = Var("rack", "p_loss", "W", "power-shelf loss, step mean (heats the rack's exhaust air)",
+                  record=False)
+P_IT = Var("facility", "p_it", "W", "IT power (sum of rack AC input)", per_substep=True,
+           counter="twin_it_energy_joules")
+
+
+class Shelves(Component):
+    """Sled and rack DC power and the power shelves' AC input.
+
+    Parameters
+    ----------
+    system : System
+    totals : Totals
+        Running totals (DC energy, rack AC peak).
+    """
+
+    inputs = ("device.p", "sled.p_fan")
+    outputs = (SLED_P_DC, RACK_P_DC, RACK_P_AC, RACK_P_LOSS, P_IT)
+    events = ("psu_failure",)
+    phase = "power"
+
+    def __init__(self, system, totals):
+        self.sy = system
+        self.totals = totals
+        self.failed_psus = np.zeros(system.n_racks, dtype=np.int64)
+        self._capacity()
+
+    def _capacity(self) -> None:
+        sy = self.sy
+        healthy = np.maximum(sy.rack_psus - self.failed_psus, 0)
+        self.shelf_capacity = healthy * sy.rack_psu_rating
+
+    def step(self, t: float, dt: float, state) -> None:
+        sy, tot = self.sy, self.totals
+        p_sub = state["device.p"]
+        p_sled_sub = np.add.reduceat(p_sub, sy.sled_device_start, axis=1) + (sy.sled_overhead + state["sled.p_fan"])
+        p_dc_sub = np.add.reduceat(p_sled_sub, sy.rack_sled_start, axis=1)
+        p_ac_sub = np.empty_like(p_dc_sub)
+        for s, (loads, etas) in enumerate(sy.shelf_curves):
+            sel = sy.shelf_members[s]
+            p_ac_sub[:, sel] = shelf_input_power(p_dc_sub[:, sel], self.shelf_capacity[sel], loads, etas)
+        p_dc = step_mean(p_dc_sub)
+        state["sled.p_dc"] = step_mean(p_sled_sub)
+        state["rack.p_dc"] = p_dc_sub
+        state["rack.p_ac"] = p_ac_sub
+        state["rack.p_loss"] = step_mean(p_ac_sub) - p_dc
+        state["facility.p_it"] = p_ac_sub.sum(axis=1)[:, None]
+        tot.e_dc += p_dc.sum() * dt
+        tot.p_rack_peak = max(tot.p_rack_peak, float(p_ac_sub.max()))
+
+    def apply(self, action) -> bool:
+        ev = action.event
+        idx = rack_targets(ev.target, self.sy.rack_name)
+        self.failed_psus[idx] += ev.count if action.what == "start" else -ev.count
+        self._capacity()
+        return True

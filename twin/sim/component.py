@@ -1,0 +1,208 @@
+"""Components: the parts of the twin that compute, with declared inputs and outputs.
+
+A component is a plain Python object (no base class is required; :class:`Component` gives the
+defaults) with
+
+``inputs: tuple[str, ...]``
+    The keys (``"group.name"``) of the variables it reads from the :class:`State`; each is
+    defined by the component that writes it (checked when the system is built).
+``outputs: tuple[Var, ...]``
+    What it writes. It is the only writer of each (checked when the system is built), so every
+    quantity has one definition: the dataset, the live metrics, the backfill and the KPIs read it.
+``every: int``
+    Thermal steps between its updates. A component with ``every = k`` steps on the first step
+    of each block of k steps, over the block (``dt = k·h``), on the means of its inputs over
+    the k steps up to and including this one (the steps so far at the start); its outputs are
+    held through the block. With k = 1 that is every step on that step's inputs.
+``events: tuple[str, ...]``
+    The event kinds it owns; ``apply(action)`` is called for each of their actions.
+``initialise(state)``, ``step(t, dt, state)``, ``apply(action)``, ``finalise(state)``
+
+Variables that are not recorded (``record=False``) carry internal coupling between components,
+e.g. boundaries for the next step. A variable's value is an ndarray of its entities (facility:
+one), or, for ``per_substep`` variables, of shape (workload sub-steps, entities).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from time import perf_counter
+
+import numpy as np
+
+#: Entity levels (dataset groups) in output order.
+GROUPS = ("facility", "cdu", "rack", "sled", "device", "job")
+
+
+@dataclass(frozen=True)
+class Var:
+    """A declared quantity: dataset group, name, UDUNITS units and long name.
+
+    Parameters
+    ----------
+    group : str
+        Entity level (one of :data:`GROUPS`); the variable has one value per entity.
+    name : str
+        Its one name (DESIGN.md names table), the same in the dataset and the metrics.
+    units : str
+        UDUNITS string ("W", "degC", "1", "kg s-1").
+    long_name : str
+        What it is, for the dataset attribute, the Prometheus help and the README table.
+    per_substep : bool
+        Given per workload sub-step, shape (n_sub, entities), for sub-second detail.
+    record : bool
+        Recorded in the dataset (False: internal coupling between components).
+    ratio : (str, str), optional
+        Derived when recorded as the ratio of two variables' interval means (e.g. PUE).
+    counter : str, optional
+        Name of the energy counter that is this power's exact time integral over the run
+        [J] (exposed live as ``<counter>_total``, backfilled from the recorded means).
+    """
+
+    group: str
+    name: str
+    units: str
+    long_name: str
+    per_substep: bool = False
+    record: bool = True
+    ratio: tuple[str, str] | None = None
+    counter: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.group}.{self.name}"
+
+    @property
+    def dims(self) -> tuple[str, ...]:
+        return ("time",) if self.group == "facility" else ("time", self.group)
+
+
+class Component:
+    """Defaults of the component protocol (see the module docstring)."""
+
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[Var, ...] = ()
+    every: int = 1
+    events: tuple[str, ...] = ()
+    phase: str = "controllers"  # where ``twin bench`` counts its time
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def initialise(self, state: State) -> None:
+        pass
+
+    def step(self, t: float, dt: float, state: State) -> None:
+        pass
+
+    def apply(self, action) -> bool:
+        return False
+
+    def finalise(self, state: State) -> None:
+        pass
+
+
+class State(dict):
+    """The simulation's quantities by key ``"group.name"`` (a dict: reads and writes on the hot
+    path cost one dict operation); :meth:`declare` keeps the variables and their one writer."""
+
+    def __init__(self):
+        super().__init__()
+        self.vars: dict[str, Var] = {}
+        self.owner: dict[str, str] = {}
+
+    def declare(self, component) -> None:
+        """Register ``component``'s outputs; a second writer of a variable is an error."""
+        for var in component.outputs:
+            if var.key in self.owner:
+                raise ValueError(f"{var.key} has two writers: {self.owner[var.key]} and {component.name}")
+            self.vars[var.key] = var
+            self.owner[var.key] = component.name
+
+    def check_inputs(self, components) -> None:
+        """Every input of every component has a writer."""
+        for c in components:
+            for key in c.inputs:
+                if key not in self.owner:
+                    raise ValueError(f"{c.name} reads {key}, which no component writes")
+
+    def recorded(self, group: str) -> list[str]:
+        """Names of the recorded variables of ``group`` that this system's components write."""
+        return [v.name for v in self.vars.values() if v.group == group and v.record]
+
+
+class _BlockView(dict):
+    """The state seen by a multi-rate component: its inputs' block means, everything else live."""
+
+    def __init__(self, state: State, means: dict):
+        super().__init__(means)
+        self.state = state
+
+    def __missing__(self, key):
+        return self.state[key]
+
+    def __setitem__(self, key, value):
+        self.state[key] = value
+
+
+def step_mean(value):
+    """Mean over a step of a per-step (entities,) or per-sub-step (n_sub, entities) value."""
+    if np.ndim(value) == 2:
+        return value[0] if value.shape[0] == 1 else value.mean(axis=0)
+    return value
+
+
+class Schedule:
+    """Runs components in order, each every ``every`` thermal steps on block means of its inputs.
+
+    Parameters
+    ----------
+    components : list
+        In the order they step within a thermal step.
+    h : float
+        Thermal step [s].
+    """
+
+    def __init__(self, components, h: float):
+        self.components = list(components)
+        self.h = h
+        self._multi = {id(c): (c, dict.fromkeys(c.inputs), [0]) for c in self.components if c.every > 1}
+        self._count = 0
+        self.owners: dict[str, list] = {}
+        for c in self.components:
+            for kind in c.events:
+                self.owners.setdefault(kind, []).append(c)
+
+    def step(self, t: float, state: State, timing: dict | None = None) -> None:
+        """One thermal step starting at ``t`` [s]; wall seconds per component ``phase`` are
+        added to ``timing``."""
+        h = self.h
+        self._count += 1
+        now = perf_counter
+        for c in self.components:
+            k = c.every
+            t0 = now()
+            if k == 1:
+                c.step(t, h, state)
+                if timing is not None:
+                    timing[c.phase] += now() - t0
+                continue
+            _, sums, count = self._multi[id(c)]
+            for key in sums:
+                v = step_mean(state[key])
+                sums[key] = v.copy() if sums[key] is None else sums[key] + v
+            count[0] += 1
+            if (self._count - 1) % k == 0:  # the first step of a block
+                means = {key: s / count[0] for key, s in sums.items()}
+                for key in sums:
+                    sums[key] = None
+                count[0] = 0
+                c.step(t, k * h, _BlockView(state, means))
+            if timing is not None:
+                timing[c.phase] += now() - t0
+
+    def apply(self, action) -> None:
+        """Dispatch an event action to the components that own its kind."""
+        for c in self.owners.get(action.event.kind, ()):
+            c.apply(action)

@@ -1,0 +1,219 @@
+"""Sled thermal networks and rack manifolds as a component.
+
+Per step (array operations over all sleds of a level, no per-device Python):
+
+- the sled networks are integrated over the step (``fast``: exact for inputs held over the step;
+  ``reference``: ``solve_ivp``) with the step-mean device power;
+- heat to liquid ṁ·c_p·(T̄_coolant − T_supply) and to air ṁ_a·c_p,a·(T̄_air − T_inlet) from the
+  step-mean fluid temperatures, so electrical energy = heat to liquid + heat to air + stored heat;
+  the power shelves' loss heats the rack's exhaust air;
+- rack return = supply + Q_liquid/(ṁ c_p); each CDU receives the flow-weighted mix of its racks.
+
+Boundaries: the CDU supply temperatures and secondary-flow factors and the cold-aisle temperature
+come from the cooling components (``cdu.t_supply_next``, ``cdu.flow_factor``,
+``facility.t_cold_aisle_next``); the propagators are rebuilt only when a flow changes.
+``coolant_flow_loss`` and ``rack_fan_failure`` events change rack flows (failed fans draw no power).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from twin.sim.component import Component, Var
+from twin.sim.events import rack_targets
+from twin.units import CP_AIR, CP_WATER
+
+T_DIE = Var("device", "t_die", "degC", "die temperature")
+SLED_T_COOLANT_OUT = Var("sled", "t_coolant_out", "degC", "sled coolant outlet temperature")
+SLED_T_AIR_OUT = Var("sled", "t_air_out", "degC", "sled exhaust air temperature")
+SLED_P_FAN = Var("sled", "p_fan", "W", "sled fan power (failed fans draw none)", record=False)
+RACK_VARS = (
+    Var("rack", "t_coolant_supply", "degC", "rack manifold coolant supply temperature"),
+    Var("rack", "t_coolant_return", "degC", "rack manifold coolant return temperature"),
+    Var("rack", "t_air_in", "degC", "rack air inlet temperature"),
+    Var("rack", "t_air_out", "degC", "rack air exhaust temperature"),
+    Var("rack", "q_liquid", "W", "heat to liquid"),
+    Var("rack", "q_air", "W", "heat to air (sled exhaust and power-shelf losses)"),
+)
+CDU_VARS = (
+    Var("cdu", "t_supply", "degC", "secondary-loop supply temperature"),
+    Var("cdu", "t_return", "degC", "secondary-loop return temperature"),
+    Var("cdu", "flow", "kg s-1", "secondary-loop mass flow"),
+    Var("cdu", "q_in", "W", "heat from the racks into the secondary loop", record=False),
+)
+T_COLD_AISLE = Var("facility", "t_cold_aisle", "degC", "cold-aisle air temperature")
+Q_AIR = Var("facility", "q_air", "W", "heat from the racks to the room air", record=False)
+
+
+class RackThermal(Component):
+    """Sled networks (die, plate, coolant, chassis air nodes) and rack manifolds.
+
+    Parameters
+    ----------
+    system : System
+    integrator : Integrator
+        ``INTEGRATORS[solver](system.groups, h)``.
+    totals : Totals
+        Running totals (heat to liquid and air, stored heat, hottest die).
+    """
+
+    inputs = ("device.p_step", "rack.p_loss", "cdu.t_supply_next", "cdu.flow_factor",
+              "facility.t_cold_aisle_next")
+    outputs = (T_DIE, SLED_T_COOLANT_OUT, SLED_T_AIR_OUT, SLED_P_FAN, *RACK_VARS, *CDU_VARS,
+               T_COLD_AISLE, Q_AIR)
+    events = ("coolant_flow_loss", "rack_fan_failure")
+    phase = "integration"
+
+    def __init__(self, system, integrator, totals):
+        sy = self.sy = system
+        self.integrator = integrator
+        self.totals = totals
+        self.rack_coolant_factor = np.ones(sy.n_racks)
+        self.rack_air_factor = np.ones(sy.n_racks)
+        self.m_coolant = np.full(sy.sled_name.size, np.nan)
+        self.m_air = np.full(sy.sled_name.size, np.nan)
+        self.T = [np.zeros((g.sleds.size, g.m)) for g in sy.groups]
+        self.t_die = np.full(sy.n_devices, 0.0)
+        self._flow_factor = None  # the CDU flow factors the flows were built with
+        self._supply = None  # the boundary values q_base was built with
+        self._t_cold_aisle = None
+        self.state = None
+
+    # -- boundaries -------------------------------------------------------------------------
+    def initialise(self, state) -> None:
+        self.state = state
+        state["device.t_die"] = self.t_die
+        self._fans()
+        self.update(state, force=True)
+
+    def _fans(self) -> None:
+        sy = self.sy
+        self.fan_power = sy.sled_fan_power * self.rack_air_factor[sy.sled_rack]
+        self.state["sled.p_fan"] = self.fan_power
+
+    def update(self, state, force: bool = False) -> None:
+        """Rebuild flows and boundary heat inputs where the cooling side changed them."""
+        factor = state["cdu.flow_factor"]
+        supply = state["cdu.t_supply_next"]
+        t_ca = float(state["facility.t_cold_aisle_next"][0])
+        flows = force or self._flow_factor is None or not np.array_equal(factor, self._flow_factor)
+        if flows:
+            self._flows(factor)
+        if flows or not np.array_equal(supply, self._supply) or t_ca != self._t_cold_aisle:
+            self._boundaries(supply, t_ca)
+
+    def _flows(self, cdu_factor) -> None:
+        sy = self.sy
+        rack_factor = self.rack_coolant_factor * cdu_factor[sy.rack_cdu]
+        m_coolant = sy.sled_m_coolant * rack_factor[sy.sled_rack]
+        m_air = sy.sled_m_air * self.rack_air_factor[sy.sled_rack]
+        for i, g in enumerate(sy.groups):
+            if not (np.array_equal(m_coolant[g.sleds], self.m_coolant[g.sleds])
+                    and np.array_equal(m_air[g.sleds], self.m_air[g.sleds])):
+                self.integrator.set_flows(i, m_coolant[g.sleds], m_air[g.sleds])
+        self.m_coolant, self.m_air = m_coolant, m_air
+        self._flow_factor = cdu_factor.copy()
+        self.rack_m_coolant = sy.rack_sum(m_coolant)
+        self.rack_m_air = sy.rack_sum(m_air)
+
+    def _boundaries(self, cdu_supply, t_cold_aisle: float) -> None:
+        """Supply temperatures and the constant boundary heat input of every sled node."""
+        sy = self.sy
+        self.cdu_supply = cdu_supply.copy()
+        self._supply, self._t_cold_aisle = self.cdu_supply, t_cold_aisle
+        self.t_cold_aisle = t_cold_aisle
+        self.rack_supply = self.cdu_supply[sy.rack_cdu]
+        self.sled_supply = self.rack_supply[sy.sled_rack]
+        self.q_base = []
+        for i, g in enumerate(sy.groups):
+            b = self.integrator.boundary(i)
+            q = np.zeros_like(b)
+            q[:, g.cool] = b[:, g.cool] * self.sled_supply[g.sleds]
+            q[:, g.air] = b[:, g.air] * self.t_cold_aisle + sy.sled_overhead[g.sleds] + self.fan_power[g.sleds]
+            self.q_base.append(q)
+
+    def apply(self, action) -> bool:
+        ev, start = action.event, action.what == "start"
+        idx = rack_targets(ev.target, self.sy.rack_name)
+        if ev.kind == "coolant_flow_loss":
+            self.rack_coolant_factor[idx] = (1.0 - ev.fraction) if start else 1.0
+        else:  # rack_fan_failure
+            self.rack_air_factor[idx] = (1.0 - ev.fraction) if start else 1.0
+            self._fans()
+        self._flow_factor = None  # rebuilt at the next step
+        return True
+
+    # -- steady state and energy --------------------------------------------------------------
+    def settle(self, power, iterations: int) -> None:
+        """Node temperatures at steady state with the present boundaries, iterating
+        ``power(t_die)`` (device power [W]) to a fixed point in the die temperatures."""
+        for _ in range(iterations):
+            p = power(self.t_die)
+            for i, g in enumerate(self.sy.groups):
+                q = self.q_base[i].copy()
+                q[:, : g.k] += p[g.devices]
+                self.T[i] = self.integrator.steady_state(i, q)
+                self.t_die[g.devices] = self.T[i][:, : g.k]
+
+    def fluxes(self):
+        """Heat to each CDU's liquid [W], heat to room air [W] and each CDU's secondary flow
+        [kg/s] at the present node temperatures."""
+        sy = self.sy
+        q_liq = np.zeros(sy.sled_name.size)
+        q_air = np.zeros(sy.sled_name.size)
+        for i, g in enumerate(sy.groups):
+            T = self.T[i]
+            q_liq[g.sleds] = self.m_coolant[g.sleds] * CP_WATER * (T[:, g.cool] - self.sled_supply[g.sleds])
+            q_air[g.sleds] = self.m_air[g.sleds] * CP_AIR * (T[:, g.air] - self.t_cold_aisle)
+        n = sy.cdu_name.size
+        per_cdu = np.bincount(sy.rack_cdu, weights=sy.rack_sum(q_liq), minlength=n)
+        flow = np.bincount(sy.rack_cdu, weights=sy.rack_sum(self.m_coolant), minlength=n)
+        return per_cdu, float(q_air.sum()), flow
+
+    def stored_heat(self) -> float:
+        """Σ C·T over all nodes [J] (relative to 0 degC)."""
+        return float(sum((T * g.capacity).sum() for T, g in zip(self.T, self.sy.groups)))
+
+    # -- one step -------------------------------------------------------------------------
+    def step(self, t: float, dt: float, state) -> None:
+        self.update(state)
+        sy, tot = self.sy, self.totals
+        p_dev = state["device.p_step"]
+        t_cool = np.empty(sy.sled_name.size)
+        t_air = np.empty(sy.sled_name.size)
+        for i, g in enumerate(sy.groups):
+            q = self.q_base[i].copy()
+            q[:, : g.k] += p_dev[g.devices]
+            self.T[i], fluid = self.integrator.step(i, self.T[i], q)
+            self.t_die[g.devices] = self.T[i][:, : g.k]
+            t_cool[g.sleds] = fluid[:, 0]
+            t_air[g.sleds] = fluid[:, 1]
+
+        m_c, m_a = self.m_coolant, self.m_air
+        q_liq = sy.rack_sum(m_c * CP_WATER * (t_cool - self.sled_supply))
+        q_air = sy.rack_sum(m_a * CP_AIR * (t_air - self.t_cold_aisle)) + state["rack.p_loss"]
+        rack_m_c = self.rack_m_coolant
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t_return = np.where(rack_m_c > 0, self.rack_supply + q_liq / (rack_m_c * CP_WATER), np.nan)
+        n_cdu = sy.cdu_name.size
+        cdu_flow = np.bincount(sy.rack_cdu, weights=rack_m_c, minlength=n_cdu)
+        cdu_q = np.bincount(sy.rack_cdu, weights=q_liq, minlength=n_cdu)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            cdu_return = np.where(cdu_flow > 0, self.cdu_supply + cdu_q / (cdu_flow * CP_WATER), np.nan)
+
+        state["sled.t_coolant_out"] = np.where(m_c > 0, t_cool, np.nan)
+        state["sled.t_air_out"] = t_air
+        state["rack.t_coolant_supply"] = np.where(rack_m_c > 0, self.rack_supply, np.nan)
+        state["rack.t_coolant_return"] = t_return
+        state["rack.t_air_in"] = np.full(sy.n_racks, self.t_cold_aisle)
+        state["rack.t_air_out"] = self.t_cold_aisle + q_air / (self.rack_m_air * CP_AIR)
+        state["rack.q_liquid"] = q_liq
+        state["rack.q_air"] = q_air
+        state["cdu.t_supply"] = self.cdu_supply
+        state["cdu.t_return"] = cdu_return
+        state["cdu.flow"] = cdu_flow
+        state["cdu.q_in"] = cdu_q
+        state["facility.t_cold_aisle"] = np.array([self.t_cold_aisle])
+        state["facility.q_air"] = np.array([float(q_air.sum())])
+        tot.e_liquid += q_liq.sum() * dt
+        tot.e_air += q_air.sum() * dt

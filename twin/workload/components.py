@@ -1,0 +1,80 @@
+"""The workload engine as components: demand at the start of a step, job accounting after power.
+
+:class:`Demand` asks the :class:`~twin.workload.engine.Workload` for each device's utilisation
+in the step's workload sub-steps, reading back the clocks and trips the governors set (so
+throttling slows jobs) and the die temperatures (jobs restart once their devices have cooled).
+:class:`JobAccounting` attributes the step's device power to jobs and gives the job outputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from twin.sim.component import Component, Var
+
+U = Var("device", "u", "1", "demanded utilisation", per_substep=True)
+REPAIR = Var("device", "repair", "1", "devices whose job restarted this step (trips cleared)", record=False)
+P_FLOOR = Var("device", "p_floor", "W", "power floor of the device's job", record=False)
+RAMP = Var("device", "ramp", "W s-1", "ramp-rate limit of the device's job", record=False)
+JOB_VARS = (
+    Var("job", "progress", "1",
+        "work done: iterations (training), requests completed (inference), device-seconds at full clock (cpu)"),
+    Var("job", "throughput", "s-1", "progress per second (inference: output tokens per second)"),
+    Var("job", "tokens", "1", "tokens processed, cumulative"),
+    Var("job", "p", "W", "device power attributed to the job"),
+    Var("job", "state", "1", "0 queued, 1 running, 2 checkpoint, 3 restarting, 4 done"),
+)
+
+
+class Demand(Component):
+    """Demanded utilisation per device and workload sub-step (rules and jobs).
+
+    Parameters
+    ----------
+    workload : Workload
+    """
+
+    inputs = ("device.clock_limit", "device.tripped", "device.t_die")
+    outputs = (U, REPAIR, P_FLOOR, RAMP)
+    phase = "workload"
+
+    def __init__(self, workload):
+        self.workload = workload
+
+    def initialise(self, state) -> None:
+        jobs = self.workload.jobs
+        n = self.workload.n_devices
+        state["device.repair"] = None
+        state["device.p_floor"] = jobs.floor if jobs is not None else np.zeros(n)
+        state["device.ramp"] = jobs.ramp if jobs is not None else np.full(n, np.inf)
+
+    def step(self, t: float, dt: float, state) -> None:
+        u, repair = self.workload.demand(t, state["device.clock_limit"], state["device.tripped"],
+                                         state["device.t_die"])
+        state["device.u"] = u
+        state["device.repair"] = repair
+
+
+class JobAccounting(Component):
+    """Device power attributed to jobs, and each job's progress, throughput, tokens and state.
+
+    Parameters
+    ----------
+    jobs : JobSet
+    """
+
+    inputs = ("device.p_step",)
+    outputs = JOB_VARS
+    phase = "controllers"
+
+    def __init__(self, jobs):
+        self.jobs = jobs
+
+    def step(self, t: float, dt: float, state) -> None:
+        self.jobs.account(state["device.p_step"], dt)
+        js = self.jobs.jobs
+        state["job.progress"] = np.array([j.progress for j in js])
+        state["job.throughput"] = np.array([j.rate for j in js])
+        state["job.tokens"] = np.array([j.tokens for j in js])
+        state["job.p"] = np.array([j.power for j in js])
+        state["job.state"] = np.array([j.state for j in js], dtype=float)
