@@ -18,9 +18,12 @@ def validate(scenario: Annotated[Path, typer.Argument(help="Scenario YAML file."
     from twin.sim.build import build_system
     from twin.workload.engine import Workload
 
+    from twin.sim.variables import check_recorded
+
     loaded = load(scenario)
     system = build_system(loaded.scenario, loaded.catalog)
     try:
+        check_recorded(loaded.scenario)
         Workload(loaded.scenario, system, loaded.catalog, loaded.base)  # replay files, job placement
         if loaded.scenario.plant is not None:  # templates and weather files
             from twin.cooling.facility import Plant

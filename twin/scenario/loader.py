@@ -427,14 +427,6 @@ def check_references(scenario: Scenario, catalog: Catalog, base: Path) -> None:
         if ratio > 1 and abs(ratio - round(ratio)) > 1e-6:
             raise FieldError(("record", group),
                              f"interval {interval:g} s is not a whole multiple of the step ({step:g} s)")
-    if scenario.record.variables:
-        from twin.sim.variables import VARIABLES  # the components' declarations
-    for group, names in scenario.record.variables.items():
-        known = VARIABLES[group]
-        for k, var in enumerate(names):
-            if var not in known:
-                raise FieldError(("record", "variables", group, k),
-                                 f"unknown variable '{var}' (known: {', '.join(known)})")
 
 
 def scenario_json_schema() -> str:

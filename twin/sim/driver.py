@@ -29,6 +29,7 @@ from twin.sim.build import System, build_system
 from twin.sim.component import GROUPS, Schedule, State, step_mean
 from twin.sim.events import EventQueue
 from twin.sim.recorder import Recorder
+from twin.sim.variables import CDU_MODELS, check_recorded
 from twin.thermal.integrators import INTEGRATORS
 from twin.thermal.racks import RackThermal
 from twin.workload.components import Demand, JobAccounting
@@ -133,6 +134,10 @@ class Simulation:
         self.h = sc.time.step
         self.n_steps = max(1, int(round(sc.time.duration / self.h)))
         self.solver = solver
+        try:
+            check_recorded(sc)
+        except FieldError as exc:
+            raise loaded.locate(exc) from None
         self.totals = Totals()
         self.events = EventQueue(sc.events)
         self.event_log: list[tuple[float, str, str, str]] = []
@@ -177,8 +182,6 @@ class Simulation:
 
     def _build_cdus(self, loaded):
         """The CDU model of a scenario without a plant: the one registered for its CDUs' kind."""
-        from twin.sim.variables import CDU_MODELS
-
         sy, sc = self.system, self.scenario
         entries = [loaded.catalog.cdus[t] for t in sy.cdu_template]
         kinds = sorted({e.kind for e in entries} - {"liquid_to_liquid"})

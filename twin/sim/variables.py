@@ -17,6 +17,7 @@ from twin.cooling.cdu import PlantCdu, SimpleCdu
 from twin.power.chain import PowerChain
 from twin.power.chips import ChipPower, Governors
 from twin.power.shelves import Shelves
+from twin.scenario.errors import FieldError
 from twin.sim.component import GROUPS, Var
 from twin.thermal.racks import RackThermal
 from twin.workload.components import Demand, JobAccounting
@@ -67,3 +68,19 @@ def variable_table() -> str:
             by = ", ".join(writers(f"{group}.{name}"))
             lines.append(f"| {group} | `{name}` | {units} | {long_name} | {by} |")
     return "\n".join(lines)
+
+
+def check_recorded(scenario) -> None:
+    """The scenario's ``record.variables`` name recorded variables.
+
+    Raises
+    ------
+    FieldError
+        At ``record.variables.<group>[k]``, naming the known variables.
+    """
+    for group, names in scenario.record.variables.items():
+        known = VARIABLES[group]
+        for k, var in enumerate(names):
+            if var not in known:
+                raise FieldError(("record", "variables", group, k),
+                                 f"unknown variable '{var}' (known: {', '.join(known)})")
