@@ -273,16 +273,20 @@ class System(Entry):
 
 
 class CDU(Entry):
-    """Coolant distribution unit: liquid-to-liquid heat exchanger and secondary pumps.
+    """Coolant distribution unit: heat exchanger and secondary pumps.
 
-    The optional figures feed the plant model (:mod:`twin.cooling.facility`); when absent it
-    derives them: ``ua`` = capacity / approach (counterflow with equal heat-capacity rates,
-    where the log-mean temperature difference equals the approach), ``primary_flow`` =
-    ``design_flow``, one duty pump and one standby.
+    ``kind: liquid_to_liquid`` (the default) passes the heat to facility water; the optional
+    figures feed the plant model (:mod:`twin.cooling.facility`); when absent it derives them:
+    ``ua`` = capacity / approach (counterflow with equal heat-capacity rates, where the log-mean
+    temperature difference equals the approach), ``primary_flow`` = ``design_flow``, one duty
+    pump and one standby. ``kind: liquid_to_air`` passes it to the hall air through fan coils
+    (:mod:`twin.cooling.liquid_to_air`): ``approach`` is then the supply above the entering air,
+    and ``air_flow`` and ``fan_power`` are required.
     """
 
+    kind: Literal["liquid_to_liquid", "liquid_to_air"] = "liquid_to_liquid"
     capacity: Power
-    approach: TemperatureDelta  # secondary supply minus facility water supply at design [K]
+    approach: TemperatureDelta  # secondary supply minus facility water (or entering air) at design [K]
     design_flow: VolumeFlow
     pump_power: Power  # at design flow [W]
     ua: ThermalConductance | None = None  # heat-exchanger UA at design flows [W/K]
@@ -293,6 +297,14 @@ class CDU(Entry):
     pump: str | None = None  # pump template (curve) of each duty pump
     index_pressure: Pressure | None = None  # differential pressure held at the index rack [Pa]
     design_pressure: Pressure | None = None  # pump pressure rise at design flow [Pa]
+    air_flow: VolumeFlow | None = None  # liquid-to-air: fan air flow at full speed [m3/s]
+    fan_power: Power | None = None  # liquid-to-air: fan power at full speed [W]
+
+    @model_validator(mode="after")
+    def _air_side(self):
+        if self.kind == "liquid_to_air" and (self.air_flow is None or self.fan_power is None):
+            raise ValueError("a liquid_to_air CDU needs air_flow and fan_power")
+        return self
 
 
 class HeatRejection(Entry):

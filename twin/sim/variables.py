@@ -14,6 +14,7 @@ interval energies are exact; ratios (``pue``) are ratios of the interval-mean po
 from __future__ import annotations
 
 from twin.cooling.cdu import PlantCdu, SimpleCdu
+from twin.cooling.liquid_to_air import LiquidToAirCdu
 from twin.power.chain import PowerChain
 from twin.power.chips import ChipPower, Governors
 from twin.power.shelves import Shelves
@@ -24,13 +25,15 @@ from twin.workload.components import Demand, JobAccounting
 
 #: Component classes, in the order their variables are listed.
 COMPONENT_TYPES: tuple[type, ...] = (
-    Shelves, PowerChain, SimpleCdu, PlantCdu, RackThermal, ChipPower, Governors, Demand, JobAccounting,
+    Shelves, PowerChain, SimpleCdu, PlantCdu, LiquidToAirCdu, RackThermal, ChipPower, Governors, Demand,
+    JobAccounting,
 )
 
 #: CDU models without a plant, by the catalogue CDU ``kind`` they bring in; a scenario's CDUs use
 #: the model of their one kind other than liquid_to_liquid (which every model handles too).
 CDU_MODELS: dict[str, type] = {
     "liquid_to_liquid": SimpleCdu,
+    "liquid_to_air": LiquidToAirCdu,
 }
 
 
