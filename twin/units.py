@@ -10,11 +10,6 @@ from __future__ import annotations
 import functools
 from typing import Annotated
 
-import pint
-from pydantic import BeforeValidator, WithJsonSchema
-
-ureg = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
-
 #: Dimension name → (pint dimensionality, unit the SI float is stored in, UDUNITS label).
 DIMENSIONS: dict[str, tuple[str, str, str]] = {
     "power": ("[power]", "W", "W"),
@@ -40,10 +35,27 @@ DIMENSIONS: dict[str, tuple[str, str, str]] = {
     "power_rate": ("[power] / [time]", "W/s", "W s-1"),
 }
 
-ureg.define("byte = [] = B")
-ureg.define("FLOP = [] = flop")
-ureg.define("USD = [] ")
-ureg.define("EUR = [] ")
+
+
+@functools.cache
+def registry():
+    """The one pint registry, built on first use: importing pint and building the registry
+    costs about half a second, which modules that only need the constants below never pay."""
+    import pint
+
+    reg = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
+    reg.define("byte = [] = B")
+    reg.define("FLOP = [] = flop")
+    reg.define("USD = [] ")
+    reg.define("EUR = [] ")
+    return reg
+
+
+def __getattr__(name: str):
+    """``twin.units.ureg``: the registry, built on first access (PEP 562)."""
+    if name == "ureg":
+        return registry()
+    raise AttributeError(f"module 'twin.units' has no attribute {name!r}")
 
 
 class QuantityError(ValueError):
@@ -78,6 +90,7 @@ def parse_quantity(text: str | float | int, dimension: str) -> float:
         )
     if not isinstance(text, str) or not text.strip():
         raise QuantityError(f"expected a {dimension.replace('_', ' ')} such as '{_example(dimension)}'")
+    ureg = registry()
     try:
         q = ureg.Quantity(text.strip())
     except Exception as exc:  # pint raises several unrelated types for bad text
@@ -170,6 +183,8 @@ def quantity(dimension: str, *, positive: bool = False, non_negative: bool = Fal
         if non_negative and not si >= 0:
             raise ValueError(f"must not be negative, got {value!r}")
         return si
+
+    from pydantic import BeforeValidator, WithJsonSchema
 
     schema = {
         "type": "string",
