@@ -131,3 +131,22 @@ def test_readme_variable_table_is_the_registry():
     text = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
     block = text.split("<!-- variables: generated -->\n", 1)[1].split("<!-- variables: end -->", 1)[0]
     assert block.strip() == variable_table().strip(), "README variable table is stale: regenerate it"
+
+
+#: Longest function allowed in the simulation core [lines, including its docstring].
+MAX_FUNCTION_LINES = 80
+CORE = ("twin.sim", "twin.power", "twin.cooling")
+
+
+def test_no_long_functions_in_the_core():
+    """Functions in twin/sim, twin/power and twin/cooling stay short enough to read at once."""
+    long = []
+    for name, path in _modules().items():
+        if not name.startswith(CORE):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    long.append(f"{name}.{node.name}: {n} lines")
+    assert not long, long

@@ -9,7 +9,7 @@ from twin.cooling.evaporative import (
     tower_latent_fraction,
     tower_runs_dry,
 )
-from twin.cooling.weather import humidity_ratio
+from twin.site.weather import humidity_ratio
 
 # One 1 MW cell: 24 kg/s of water over a 10 K range, liquid-to-gas ratio 1.2.
 M_W = 1440 / 60 * 0.9956

@@ -9,17 +9,16 @@ from scipy.integrate import solve_ivp
 
 from twin.catalog import load_catalog
 from twin.cooling.config import PlantSpec
-from twin.cooling.facility import (
-    FULL_FREE,
+from twin.cooling.facility import FULL_FREE, Plant
+from twin.cooling.heat_rejection import (
     HeatRejectionBank,
-    Plant,
     outlet_tables,
-    relax,
     saturated_specific_heat,
 )
 from twin.cooling.plant import cooling_tower_water, hx_outlets
-from twin.cooling.weather import Weather, bundled_epw
+from twin.cooling.volumes import relax
 from twin.scenario.errors import FieldError
+from twin.site.weather import Weather, bundled_epw
 from twin.units import CP_AIR, CP_WATER, RHO_WATER
 
 CAT = load_catalog()
@@ -126,7 +125,9 @@ def test_energy_balance_closes_over_a_day():
             plant.trip_chiller()
         if k == n // 2:
             plant.restore_chiller()
-            plant.trip_cdu_pump(1, failover=True, failover_delay=120.0)
+            plant.trip_cdu_pump(1)
+        if k == n // 2 + 4:  # the standby takes over 120 s later
+            plant.pump_failover(1)
         q = np.array([700e3, 500e3]) * (1.0 + 0.25 * np.sin(2 * np.pi * t / 86400.0))
         q = q * (1.3 if (k // 200) % 2 else 1.0)
         flow = M_900KW * plant.secondary_flow_factor
@@ -264,7 +265,7 @@ def test_annual_pue_orders_climates():
 def test_cdu_pump_trip_without_failover_stops_the_flow():
     plant = make_plant(MILD, n_cdu=2)
     plant.initialise([800e3, 800e3], 80e3)
-    plant.trip_cdu_pump(0, failover=False)
+    plant.trip_cdu_pump(0)
     np.testing.assert_array_equal(plant.secondary_flow_factor, [0.0, 1.0])
     states = drive(plant, np.array([800e3, 800e3]), M_900KW, steps=60)
     assert states[-1].secondary_flow_factor[0] == 0.0
@@ -274,28 +275,34 @@ def test_cdu_pump_trip_without_failover_stops_the_flow():
     assert plant.secondary_flow_factor[0] == 1.0
 
 
-def test_cdu_pump_trip_with_failover_recovers_after_the_delay():
-    """Standby pump takes over after 10 s: flow factor 0 for exactly 10 one-second steps."""
+def test_standby_pump_takes_over_once():
+    """A trip stops the single duty pump's flow; the standby restores it; with the standby used
+    up, a second trip leaves the CDU without flow until repaired. (When the standby takes over
+    is the scenario event queue's business: tests/sim/test_events.py.)"""
     plant = make_plant(MILD)
     plant.initialise([800e3], 80e3)
-    plant.trip_cdu_pump(0, failover=True, failover_delay=10.0)
-    factors = [s.secondary_flow_factor[0] for s in drive(plant, 800e3, M_900KW, steps=20)]
-    flows = [plant.secondary_flow_factor[0]]
-    assert factors[:9] == [0.0] * 9 and factors[9:] == [1.0] * 11
-    assert flows == [1.0]
-    # the standby is used up: a second trip without repair leaves the CDU without flow
-    plant.trip_cdu_pump(0, failover=True, failover_delay=10.0)
-    drive(plant, 800e3, M_900KW, steps=20)
+    plant.trip_cdu_pump(0)
+    factors = [s.secondary_flow_factor[0] for s in drive(plant, 800e3, M_900KW, steps=10)]
+    plant.pump_failover(0)
+    factors += [s.secondary_flow_factor[0] for s in drive(plant, 800e3, M_900KW, steps=10)]
+    assert factors == [0.0] * 10 + [1.0] * 10
+    plant.trip_cdu_pump(0)
+    plant.pump_failover(0)  # no standby left
+    drive(plant, 800e3, M_900KW, steps=5)
     assert plant.secondary_flow_factor[0] == 0.0
+    plant.restore_cdu_pump(0)
+    assert plant.secondary_flow_factor[0] == 1.0
 
 
 @pytest.mark.parametrize("failover", [True, False])
 def test_cdu_failure(failover):
     plant = make_plant(MILD)
     plant.initialise([800e3], 80e3)
-    plant.fail_cdu(0, failover=failover, failover_delay=30.0)
+    plant.fail_cdu(0)
     assert plant.secondary_flow_factor[0] == 0.0
     drive(plant, 800e3, M_900KW, steps=30)
+    if failover:
+        plant.cdu_failover(0)
     assert plant.secondary_flow_factor[0] == (1.0 if failover else 0.0)
 
 

@@ -80,7 +80,7 @@ def test_pump_trip_with_plant():
     (lambda lines: lines[:8] + [line.replace(",", ";") for line in lines[8:]], ""),
 ])
 def test_garbled_epw_is_one_line_exit_2(tmp_path, damage, message):
-    from twin.cooling.weather import bundled_epw
+    from twin.site.weather import bundled_epw
 
     lines = bundled_epw("Leesburg").read_text(encoding="latin-1").splitlines()
     bad = tmp_path / "bad.epw"

@@ -193,11 +193,12 @@ class PlantCdu(Component):
         ev, start, plant = action.event, action.what == "start", self.plant
         kind = ev.kind
         if kind in ("cdu_pump_trip", "cdu_failure"):
+            pump = kind == "cdu_pump_trip"
+            act = {"start": plant.trip_cdu_pump if pump else plant.fail_cdu,
+                   "failover": plant.pump_failover if pump else plant.cdu_failover,
+                   "clear": plant.restore_cdu_pump if pump else plant.restore_cdu}[action.what]
             for i in cdu_targets(ev.target, self.sy.cdu_name):
-                if start:
-                    (plant.trip_cdu_pump if kind == "cdu_pump_trip" else plant.fail_cdu)(int(i), failover=False)
-                else:
-                    (plant.restore_cdu_pump if kind == "cdu_pump_trip" else plant.restore_cdu)(int(i))
+                act(int(i))
         elif kind == "setpoint_change":
             idx = cdu_targets(ev.target, self.sy.cdu_name)
             if start:

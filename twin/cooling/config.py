@@ -157,7 +157,6 @@ class CDUControlSpec(_Strict):
     kp: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.3
     ti: Duration = 30.0
     valve_min: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.05
-    failover_delay: Delay = 10.0  # standby pump or standby CDU taking over [s]
 
 
 class PumpSpec(_Strict):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from twin.cooling.plant import H_FG_WATER
-from twin.cooling.weather import P_STANDARD, humidity_ratio
+from twin.site.weather import P_STANDARD, humidity_ratio
 from twin.units import CP_AIR
 
 #: Latent heat of vaporisation at 0 degC [J kg-1] and specific heat of water vapour

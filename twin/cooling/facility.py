@@ -22,7 +22,6 @@ boundaries for the next step.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,20 +30,19 @@ import numpy as np
 
 from twin.catalog.model import Catalog
 from twin.cooling.config import PlantSpec
+from twin.cooling.heat_rejection import HeatRejectionBank, outlet_tables
 from twin.cooling.plant import (
     COP_MAX,
-    H_FG_WATER,
     chiller_cop,
     chiller_power,
-    cooling_tower_water,
     crah_fan_power,
     economiser_split,
-    fan_power,
     hx_outlets,
     pump_power,
 )
-from twin.cooling.weather import P_STANDARD, Weather, bundled_epw, humidity_ratio
+from twin.cooling.volumes import relax, relax1
 from twin.scenario.errors import FieldError
+from twin.site.weather import Weather, build_weather
 from twin.units import CP_AIR, CP_WATER, RHO_AIR, RHO_WATER
 
 #: Air share of the heat used to size the CRAHs when no count is given [1] (liquid-cooled
@@ -58,22 +56,14 @@ SECONDARY_LOOP_TIME = 60.0
 #: Film coefficients ∝ flow^0.8 (turbulent forced convection, Dittus–Boelter) on each side of a
 #: CDU plate heat exchanger, with equal resistances at design.
 HX_FLOW_EXPONENT = 0.8
-#: Relative fan speeds at which heat-rejection outlets are tabulated each step [1].
-SPEED_GRID = np.linspace(0.0, 1.0, 41)
 #: Points (between the minimum and full opening) at which each CDU exchanger's conductance is
 #: tabulated against its valve, to turn the controller's demanded conductance into a valve [1].
 VALVE_GRID = np.linspace(0.0, 1.0, 17)
 #: Smallest process gain the CDU controllers divide by [K per unit of relative conductance].
 GAIN_FLOOR = 0.05
-#: Latent heat of vaporisation of water at 0 degC [J kg-1] and specific heat of water vapour
-#: [J kg-1 K-1], for moist-air enthalpy (ASHRAE Handbook — Fundamentals 2021, ch. 1, eq. 30).
-H_FG_0 = 2.501e6
-CP_VAPOUR = 1860.0
 #: ASHRAE TC9.9 (2021) air inlet ranges [degC]: recommended, and allowable class A1.
 ASHRAE_RECOMMENDED = (18.0, 27.0)
 ASHRAE_ALLOWABLE_A1 = (15.0, 32.0)
-#: Relative humidity assumed for constant weather given without humidity [1].
-DEFAULT_RH = 0.5
 #: Steps of weather sampled ahead in one call (interpolating a periodic series sorts it each call).
 WEATHER_BLOCK = 4096
 #: Economiser states reported in ``PlantState.economiser``.
@@ -83,338 +73,11 @@ CHILLER_ONLY, PARTIAL, FULL_FREE = 0, 1, 2
 # --------------------------------------------------------------------------------------------
 # Pure helpers
 # --------------------------------------------------------------------------------------------
-def relax(t0, capacity, q, k, t_ref, dt):
-    """Exact end and mean temperature of a mixed volume over a step.
-
-    Parameters
-    ----------
-    t0 : array_like
-        Temperature at the start of the step [degC].
-    capacity : array_like
-        Heat capacity C [J K-1], > 0.
-    q : array_like
-        Heat input held over the step [W].
-    k : array_like
-        Conductance of the loss term [W K-1], ≥ 0.
-    t_ref : array_like
-        Temperature the loss term pulls towards [degC].
-    dt : float
-        Step [s].
-
-    Returns
-    -------
-    t_end, t_mean : ndarray
-        Temperature at the end of the step and its mean over the step [degC].
-
-    Notes
-    -----
-    C dT/dt = q − k (T − T_ref), with x = k·dt / C and r₀ = q − k (T₀ − T_ref):
-
-    T(dt) = T₀ + r₀ (dt / C) φ(x),  T̄ = T₀ + r₀ (dt / C) ψ(x),
-    φ(x) = (1 − e^−x) / x,  ψ(x) = (x − 1 + e^−x) / x²,
-
-    with φ → 1 and ψ → ½ as x → 0 (no loss term: a linear ramp). So the heat lost over the
-    step, k (T̄ − T_ref) dt, and the stored change C (T(dt) − T₀) add up to q·dt exactly.
-    """
-    t0, capacity, q, k, t_ref = np.broadcast_arrays(
-        *(np.asarray(v, dtype=float) for v in (t0, capacity, q, k, t_ref)))
-    x = k * dt / capacity
-    small = x < 1e-4
-    xs = np.where(small, 1.0, x)
-    em = np.expm1(-xs)  # e^-x − 1
-    phi = np.where(small, 1.0 - x / 2.0 + x * x / 6.0, -em / xs)
-    psi = np.where(small, 0.5 - x / 6.0 + x * x / 24.0, (xs + em) / (xs * xs))
-    r0 = (q - k * (t0 - t_ref)) * dt / capacity
-    return t0 + r0 * phi, t0 + r0 * psi
-
-
-def _relax1(t0: float, capacity: float, q: float, k: float, t_ref: float, dt: float):
-    """:func:`relax` for Python floats (the plant's scalar volumes; no array overhead)."""
-    x = k * dt / capacity
-    if x < 1e-4:
-        phi, psi = 1.0 - x / 2.0 + x * x / 6.0, 0.5 - x / 6.0 + x * x / 24.0
-    else:
-        em = math.expm1(-x)
-        phi, psi = -em / x, (x + em) / (x * x)
-    r0 = (q - k * (t0 - t_ref)) * dt / capacity
-    return t0 + r0 * phi, t0 + r0 * psi
-
-
-def ntu_counterflow(effectiveness, c_ratio):
-    """Number of transfer units of a counterflow exchanger from its effectiveness.
-
-    Parameters
-    ----------
-    effectiveness : float
-        ε [1], 0 < ε < 1 (and ε < 1/C_r).
-    c_ratio : float
-        C_r = C_min / C_max [1], 0..1.
-
-    Returns
-    -------
-    float
-        NTU = ln((1 − ε C_r) / (1 − ε)) / (1 − C_r), or ε / (1 − ε) for C_r = 1 [1].
-
-    References
-    ----------
-    .. [1] F. P. Incropera et al., Fundamentals of Heat and Mass Transfer, 6th ed., §11.4,
-       Table 11.4.
-    """
-    eps, cr = float(effectiveness), float(c_ratio)
-    if not 0.0 < eps < 1.0 or eps * cr >= 1.0:
-        raise ValueError(f"ntu_counterflow: effectiveness {eps:.3f} is not reachable (C_r {cr:.3f})")
-    if abs(1.0 - cr) < 1e-9:
-        return eps / (1.0 - eps)
-    return math.log((1.0 - eps * cr) / (1.0 - eps)) / (1.0 - cr)
-
-
-def saturated_air_enthalpy(t, pressure=P_STANDARD):
-    """Enthalpy of saturated moist air per kg of dry air [J kg-1] at temperature ``t`` [degC].
-
-    Notes
-    -----
-    h = c_p,a t + W_s(t) (h_fg,0 + c_p,v t) (ASHRAE Handbook — Fundamentals 2021, ch. 1).
-    """
-    w_s = humidity_ratio(t, t, pressure)
-    return CP_AIR * np.asarray(t, dtype=float) + w_s * (H_FG_0 + CP_VAPOUR * np.asarray(t, dtype=float))
-
-
-@functools.lru_cache(maxsize=4096)
-def _saturated_specific_heat_cached(t_wet_bulb: float, t_water: float) -> float:
-    return saturated_specific_heat(t_wet_bulb, t_water)
-
-
-def saturated_specific_heat(t_wet_bulb, t_water, pressure=P_STANDARD):
-    """Effective specific heat of saturated air between the wet-bulb and the water [J kg-1 K-1].
-
-    Notes
-    -----
-    c_s = (h_s(T_w) − h_s(T_wb)) / (T_w − T_wb): the slope of the saturation enthalpy curve that
-    turns a cooling tower into an equivalent sensible counterflow exchanger whose air stream has
-    capacity rate ṁ_a c_s (Braun, Klein and Mitchell 1989).
-
-    References
-    ----------
-    .. [1] J. E. Braun, S. A. Klein, J. W. Mitchell, "Effectiveness models for cooling towers
-       and cooling coils", ASHRAE Transactions 95(2), 1989.
-    """
-    t_w = max(float(t_water), float(t_wet_bulb) + 1.0)
-    h = saturated_air_enthalpy(np.array([t_wet_bulb, t_w]), pressure)
-    return float((h[1] - h[0]) / (t_w - t_wet_bulb))
-
-
-def build_weather(spec, base_dir: Path | None = None, start_day_of_year: float | None = None
-                  ) -> Weather:
-    """The :class:`~twin.cooling.weather.Weather` a ``plant.weather`` section asks for.
-
-    Parameters
-    ----------
-    spec : ConstantWeather | EpwWeather | DesignDayWeather | CsvWeather
-    base_dir : Path, optional
-        Folder relative file paths are taken from (the scenario's folder).
-    start_day_of_year : float, optional
-        Typical-year day at simulation time 0, used when an EPW spec gives no ``start_day``.
-
-    Raises
-    ------
-    FieldError
-        File not found, not readable, or an unknown bundled name (``plant.weather.file``).
-    """
-    loc = ("plant", "weather", "file")
-    if spec.kind == "constant":
-        rh = spec.rh if spec.t_wet_bulb is None and spec.rh is not None else DEFAULT_RH
-        return Weather.constant(spec.t_dry_bulb, t_wet_bulb=spec.t_wet_bulb,
-                                rh=None if spec.t_wet_bulb is not None else rh)
-
-    def path_of(name: str, bundled: bool) -> Path:
-        p = Path(name)
-        if bundled and p.suffix.lower() != ".epw" and len(p.parts) == 1:
-            try:
-                return bundled_epw(name)
-            except ValueError as exc:
-                raise FieldError(loc, str(exc)) from None
-        if not p.is_absolute() and base_dir is not None:
-            p = Path(base_dir) / p
-        if not p.is_file():
-            raise FieldError(loc, f"weather file not found: {p}")
-        return p
-
-    try:
-        if spec.kind == "epw":
-            start = spec.start_day if spec.start_day is not None else (start_day_of_year or 1.0)
-            return Weather.from_epw(path_of(spec.file, True), start_day_of_year=start)
-        if spec.kind == "design_day":
-            return Weather.from_design_day(path_of(spec.file, True), spec.day)
-        return Weather.from_csv(path_of(spec.file, False))
-    except FieldError:
-        raise
-    except ValueError as exc:
-        raise FieldError(loc, str(exc)) from None
-
-
 def _lookup(table: dict, name: str, loc: tuple, kind: str):
     if name not in table:
         known = ", ".join(sorted(table)) or "none"
         raise FieldError(loc, f"unknown {kind} '{name}' (known: {known})")
     return table[name]
-
-
-# --------------------------------------------------------------------------------------------
-# Heat-rejection bank
-# --------------------------------------------------------------------------------------------
-class HeatRejectionBank:
-    """Identical dry coolers or tower cells in parallel, sharing one water flow.
-
-    Parameters
-    ----------
-    entry : DryCooler or CoolingTower
-        Catalogue entry of one unit.
-    count : int
-        Units in the bank.
-    kind : {"dry_cooler", "hybrid", "cooling_tower"}
-
-    Notes
-    -----
-    The bank is one counterflow exchanger between the water and an air stream (ε-NTU,
-    :func:`~twin.cooling.plant.hx_outlets`): for dry coolers sensible air (c_p,a) entering at the
-    dry-bulb — or, with the adiabatic pads wetted, at T_db − η (T_db − T_wb); for towers
-    saturated air entering at the wet-bulb with the effective specific heat c_s
-    (:func:`saturated_specific_heat`). UA at the rating follows from the rated capacity,
-    approach and flows (:func:`ntu_counterflow`); at relative fan speed s it is
-    UA = UA_d · s^n (air-side film coefficient). Each step the water outlet fraction
-    r(s) = (T_out − T_sink) / (T_in − T_sink) is tabulated over :data:`SPEED_GRID` for the actual
-    water flow; the fans then run at the lowest speed that brings the water to its set-point
-    (or flat out), with power by the cube law. Failed fans remove their share of air flow.
-    """
-
-    def __init__(self, entry, count: int, kind: str):
-        self.entry = entry
-        self.count = int(count)
-        self.kind = kind
-        self.tower = kind == "cooling_tower"
-        self.v_air = entry.air_flow.si * count  # [m3/s]
-        self.p_fan = entry.fan_power.si * count  # [W]
-        self.exponent = entry.ua_exponent.si
-        self.capacity = entry.capacity.si * count
-        self.failed = 0.0  # fraction of fans out of service
-        m_w = entry.water_flow.si * RHO_WATER * count
-        c_w = m_w * CP_WATER
-        sink = entry.design_sink.si
-        water_range = self.capacity / c_w
-        t_out = sink + entry.approach.si
-        c_air_specific = (saturated_specific_heat(sink, t_out + water_range / 2.0)
-                          if self.tower else CP_AIR)
-        c_a = RHO_AIR * self.v_air * c_air_specific
-        c_min, c_max = min(c_w, c_a), max(c_w, c_a)
-        eps = self.capacity / (c_min * (entry.approach.si + water_range))
-        try:
-            self.ua = ntu_counterflow(eps, c_min / c_max) * c_min  # [W/K] at full fans
-        except ValueError as exc:
-            raise ValueError(f"heat rejection '{entry.description}': rating is not reachable "
-                             f"with its air flow ({exc})") from None
-        self.adiabatic = getattr(entry, "adiabatic_effectiveness", None)
-        self.adiabatic = None if self.adiabatic is None else self.adiabatic.si
-        cycles = getattr(entry, "cycles_of_concentration", None)
-        self.cycles = None if cycles is None else cycles.si
-        self.latent = entry.latent_fraction.si if self.tower else 1.0
-
-    @property
-    def speed_max(self) -> float:
-        """Highest air flow of the working fans, relative to the bank's design [1]."""
-        return 1.0 - self.failed
-
-    def air_specific_heat(self, t_wb: float, t_water: float) -> float:
-        """Specific heat of the air stream [J kg-1 K-1]: c_p,a, or c_s for a tower."""
-        if not self.tower:
-            return CP_AIR
-        # c_s varies slowly with temperature: 0.01 K rounding keeps a small cache useful
-        return _saturated_specific_heat_cached(round(t_wb, 2), round(t_water, 2))
-
-    def table_inputs(self, m_water: float, c_air_specific: float):
-        """Arguments of :func:`~twin.cooling.plant.hx_outlets` over the speed grid (water hot,
-        air cold, unit temperature difference): speeds, air flows, UA, water flow, c_air."""
-        s = SPEED_GRID * self.speed_max
-        return (s, RHO_AIR * self.v_air * s, self.ua * s ** self.exponent,
-                np.full_like(s, m_water), np.full_like(s, c_air_specific))
-
-    @staticmethod
-    def speed_for(s, r, r_target: float) -> float:
-        """Lowest speed whose outlet fraction is at most ``r_target`` (flat out if none)."""
-        if r_target >= r[0]:
-            return 0.0
-        if r_target <= r[-1]:
-            return float(s[-1])
-        return float(np.interp(r_target, r[::-1], s[::-1]))
-
-    def fan_power(self, speed: float) -> float:
-        """Fan power at relative air flow ``speed`` (of the bank's design) [W]."""
-        working = self.speed_max
-        if working <= 0.0 or speed <= 0.0:
-            return 0.0
-        return float(fan_power(speed, working, self.p_fan * working))
-
-    def solve(self, table, t_in: float, t_target: float, t_db: float, t_wb: float) -> dict:
-        """Free cooling of water entering at ``t_in`` towards ``t_target`` [degC].
-
-        Parameters
-        ----------
-        table : (ndarray, ndarray)
-            Speeds and outlet fractions from :func:`outlet_tables` for this step's water flow.
-
-        Returns
-        -------
-        dict
-            ``t_sink`` [degC], ``r_full`` (outlet fraction at full fans) [1], ``t_free`` (lowest
-            outlet, fans flat out) [degC], ``speed`` (to reach ``t_target``) [1], ``wet``
-            (adiabatic pads on: dry operation could not reach ``t_target``), ``table``.
-        """
-        s, r = table
-        wet = False
-        t_sink = t_wb if self.tower else t_db
-        t_free = t_sink + r[-1] * (t_in - t_sink) if t_in > t_sink else t_in
-        if self.adiabatic is not None and t_free > t_target and t_db > t_wb:
-            wet = True
-            t_sink = t_db - self.adiabatic * (t_db - t_wb)
-            t_free = t_sink + r[-1] * (t_in - t_sink) if t_in > t_sink else t_in
-        speed = 0.0
-        if t_in > t_target and t_in > t_sink:
-            speed = self.speed_for(s, r, (t_target - t_sink) / (t_in - t_sink))
-        return {"t_sink": t_sink, "r_full": float(r[-1]), "t_free": float(t_free),
-                "speed": speed, "wet": wet, "table": table}
-
-    def water(self, q_rejected: float, speed: float, wet: bool, t_db: float, t_air_in: float) -> float:
-        """Make-up water [kg/s]: tower evaporation and blowdown, or adiabatic pad water."""
-        if self.tower:
-            return float(cooling_tower_water(q_rejected, self.entry.cycles_of_concentration.si,
-                                             H_FG_WATER, self.latent)[2])
-        if wet and speed > 0:
-            evaporation = RHO_AIR * self.v_air * speed * CP_AIR * (t_db - t_air_in) / H_FG_WATER
-            return evaporation * self.cycles / (self.cycles - 1.0)
-        return 0.0
-
-
-def outlet_tables(*inputs):
-    """Speeds and water outlet fractions of several banks in one ε-NTU evaluation.
-
-    Parameters
-    ----------
-    *inputs : tuple
-        :meth:`HeatRejectionBank.table_inputs` of each bank.
-
-    Returns
-    -------
-    list of (ndarray, ndarray)
-        Per bank: relative speeds s and outlet fractions r(s) = (T_out − T_sink)/(T_in − T_sink).
-    """
-    cols = [np.concatenate(parts) for parts in zip(*inputs)]
-    _, m_air, ua, m_w, c_air = cols
-    r, _, _ = hx_outlets(1.0, 0.0, m_w, m_air, ua, CP_WATER, c_air)
-    out, i = [], 0
-    for parts in inputs:
-        n = parts[0].size
-        out.append((parts[0], r[i:i + n]))
-        i += n
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -598,7 +261,24 @@ class Plant:
         self.weather = weather if weather is not None else build_weather(
             spec.weather, base_dir, start_day_of_year)
 
-        # -- CDUs ------------------------------------------------------------------------------
+        self._init_cdus(catalog, cdu_templates, cdu_setpoints, design_secondary_flow)
+        design_liquid = float(self.cdu_capacity.sum())
+        self._init_facility_water(catalog, design_liquid)
+        unit = self._init_heat_rejection(catalog, design_liquid)
+        self._init_air_side(catalog, unit, design_liquid)
+        self._init_chillers(catalog, design_liquid)
+        # -- power chain (used by the power-delivery model; checked here so a typo fails early)
+        self.ups = _lookup(catalog.ups, spec.ups.template, ("plant", "ups", "template"),
+                           "UPS template")
+        self.transformer = _lookup(catalog.transformers, spec.transformer.template,
+                                   ("plant", "transformer", "template"), "transformer template")
+
+        self._init_state()
+
+    def _init_cdus(self, catalog, cdu_templates, cdu_setpoints, design_secondary_flow) -> None:
+        """CDU exchangers, loops, pumps and their controller from the catalogue."""
+        n = self.n_cdu
+        spec = self.spec
         tpl = [_lookup(catalog.cdus, name, ("cdus", i, "template"), "CDU template")
                for i, name in enumerate(cdu_templates)]
         self.cdu_capacity = np.array([c.capacity.si for c in tpl])
@@ -616,10 +296,10 @@ class Plant:
         self.design_secondary_flow = np.array(design_secondary_flow, dtype=float).reshape(n).copy()
         ctl = spec.cdu_control
         self.kp, self.ti, self.valve_min = ctl.kp, ctl.ti, ctl.valve_min
-        self.failover_delay = ctl.failover_delay
 
-        # -- facility water --------------------------------------------------------------------
-        design_liquid = float(self.cdu_capacity.sum())
+    def _init_facility_water(self, catalog, design_liquid: float) -> None:
+        """Facility-water loop: set-point, thermal mass, pumps."""
+        spec = self.spec
         self.t_set = spec.facility_water_supply
         vol = spec.facility_water_volume or FACILITY_VOLUME_PER_WATT * design_liquid
         self.c_facility = vol * RHO_WATER * CP_WATER
@@ -629,7 +309,9 @@ class Plant:
         #: Pump power per unit of design flow at the template's head [W per kg/s].
         self.pump_specific = pump.power.si / (pump.design_flow.si * RHO_WATER)
 
-        # -- heat rejection --------------------------------------------------------------------
+    def _init_heat_rejection(self, catalog, design_liquid: float):
+        """Heat-rejection bank of the facility water; returns the unit's catalogue entry."""
+        spec = self.spec
         hr = spec.heat_rejection
         names = spec.templates()
         loc = ("plant", "heat_rejection", "template")
@@ -644,8 +326,12 @@ class Plant:
                                       f"pre-cooling; '{names['heat_rejection']}' is not")
         count = hr.count or max(1, math.ceil(design_liquid / unit.capacity.si - 1e-9))
         self.bank = HeatRejectionBank(unit, count, hr.kind)
+        return unit
 
-        # -- air side --------------------------------------------------------------------------
+    def _init_air_side(self, catalog, unit, design_liquid: float) -> None:
+        """Room air, CRAHs and the chilled-water circuit with its own heat-rejection bank."""
+        spec = self.spec
+        hr = spec.heat_rejection
         cr = spec.crah
         crah = _lookup(catalog.crahs, cr.template, ("plant", "crah", "template"), "CRAH template")
         self.crah = crah
@@ -660,7 +346,10 @@ class Plant:
         chw_count = max(1, math.ceil(self.crah_capacity / unit.capacity.si - 1e-9))
         self.chw_bank = HeatRejectionBank(unit, chw_count, hr.kind)
 
-        # -- chillers --------------------------------------------------------------------------
+    def _init_chillers(self, catalog, design_liquid: float) -> None:
+        """Trim chillers (serving both circuits) and the economiser's settings."""
+        spec = self.spec
+        names = spec.templates()
         self.chiller = None
         self.chiller_count = 0
         if spec.chiller is not None and names["chiller"] is not None:
@@ -678,13 +367,9 @@ class Plant:
         eco = spec.economiser
         self.hysteresis, self.min_useful = eco.hysteresis, eco.min_useful
 
-        # -- power chain (used by the power-delivery model; checked here so a typo fails early)
-        self.ups = _lookup(catalog.ups, spec.ups.template, ("plant", "ups", "template"),
-                           "UPS template")
-        self.transformer = _lookup(catalog.transformers, spec.transformer.template,
-                                   ("plant", "transformer", "template"), "transformer template")
-
-        # -- state -----------------------------------------------------------------------------
+    def _init_state(self) -> None:
+        """State at rest: loops at their set-points, pumps running, no faults."""
+        n = self.n_cdu
         self.t_secondary = self.cdu_setpoint.copy()
         self.valve = np.full(n, 0.5)
         self.integral = np.full(n, np.nan)  # PI integrator, relative conductance G / G_max [1]
@@ -698,8 +383,6 @@ class Plant:
         self.pumps_running = self.pumps_duty.copy()
         self.standby_left = self.pumps_standby.copy()
         self.cdu_down = np.zeros(n, dtype=bool)
-        self._pump_countdown = np.full(n, np.inf)
-        self._cdu_countdown = np.full(n, np.inf)
         self.totals = PlantTotals()
         self.totals.stored_start = self.stored_heat()
         self.state: PlantState | None = None
@@ -742,44 +425,39 @@ class Plant:
             raise IndexError(f"CDU index {i!r} out of range 0..{self.n_cdu - 1}")
         return int(i)
 
-    def trip_cdu_pump(self, i: int, failover: bool = True, failover_delay: float | None = None):
-        """A running pump of CDU ``i`` trips; a standby takes over after ``failover_delay`` [s]
-        when ``failover`` and one is left. Flow falls to (N−1)/N of normal meanwhile (0 for a
-        single duty pump)."""
+    def trip_cdu_pump(self, i: int):
+        """A running pump of CDU ``i`` trips: flow falls to (N−1)/N of normal (0 for a single
+        duty pump) until a standby takes over (:meth:`pump_failover`) or it is repaired."""
         i = self._check(i)
-        delay = self.failover_delay if failover_delay is None else float(failover_delay)
-        if self.pumps_running[i] == 0:
-            return
-        self.pumps_running[i] -= 1
-        if failover and self.standby_left[i] > 0:
+        if self.pumps_running[i] > 0:
+            self.pumps_running[i] -= 1
+
+    def pump_failover(self, i: int):
+        """A standby pump of CDU ``i`` takes over, if one is left (when is the scenario event
+        queue's business: ``failover_delay`` after the trip)."""
+        i = self._check(i)
+        if self.standby_left[i] > 0 and self.pumps_running[i] < self.pumps_duty[i]:
             self.standby_left[i] -= 1
-            if delay <= 0:
-                self.pumps_running[i] += 1
-            else:
-                self._pump_countdown[i] = delay
+            self.pumps_running[i] += 1
 
     def restore_cdu_pump(self, i: int):
         """Repair CDU ``i``'s pumps: all duty and standby pumps back."""
         i = self._check(i)
         self.pumps_running[i] = self.pumps_duty[i]
         self.standby_left[i] = self.pumps_standby[i]
-        self._pump_countdown[i] = np.inf
 
-    def fail_cdu(self, i: int, failover: bool = True, failover_delay: float | None = None):
-        """CDU ``i`` fails (pumps and exchanger): no secondary flow; with ``failover`` a standby
-        CDU of the same type takes its racks over after ``failover_delay`` [s]."""
-        i = self._check(i)
-        delay = self.failover_delay if failover_delay is None else float(failover_delay)
-        self.cdu_down[i] = True
-        self._cdu_countdown[i] = delay if failover else np.inf
-        if failover and delay <= 0:
-            self.cdu_down[i] = False
+    def fail_cdu(self, i: int):
+        """CDU ``i`` fails (pumps and exchanger): no secondary flow until a standby CDU takes
+        its racks over (:meth:`cdu_failover`) or it is restored."""
+        self.cdu_down[self._check(i)] = True
+
+    def cdu_failover(self, i: int):
+        """A standby CDU of the same type takes the racks of CDU ``i`` over."""
+        self.cdu_down[self._check(i)] = False
 
     def restore_cdu(self, i: int):
         """Bring CDU ``i`` back."""
-        i = self._check(i)
-        self.cdu_down[i] = False
-        self._cdu_countdown[i] = np.inf
+        self.cdu_down[self._check(i)] = False
 
     def trip_chiller(self):
         """All chillers trip (the plant runs on free cooling alone until restored)."""
@@ -877,21 +555,42 @@ class Plant:
         dt = self.dt
         t_db, t_wb = self._weather_at(t + 0.5 * dt)
         stored_before = self.stored_heat()
+        cdu = self._cdu_inputs(cdu_return, secondary_flow)
+        air = self._air_side(q_air, dt)
+        table_fw, table_chw = outlet_tables(
+            self.bank.table_inputs(cdu["m_f"], self.bank.air_specific_heat(t_wb, self.t_set)),
+            self.chw_bank.table_inputs(air["m_chw"], self.chw_bank.air_specific_heat(t_wb, self.t_chw_set)))
+        fw = self._facility_law(table_fw, t_db, t_wb, cdu["m_f"])
+        loops = self._water_loops(cdu, fw, table_fw, dt)
+        chw = self._chilled_water(air, table_chw, loops["q_ch_fw"], t_db, t_wb)
+        if chw["deficit"] > 0:  # heat the coils could not pass on stays in the room air
+            air["tca_end"] += chw["deficit"] * dt / self.c_room
+            air["tca_mean"] += chw["deficit"] * dt / (2.0 * self.c_room)
+        p_chiller = self._chiller_power(loops["q_ch_fw"], chw["q_ch_chw"], t_db, t_wb)
+        self._next_supply(cdu, loops, fw["t_supply"], dt)
+        self.t_cold_aisle = air["tca_end"]
+        self.t_chw = chw["t_chw"]
+        st = self._state(cdu, air, fw, loops, chw, p_chiller, t_db, t_wb, stored_before, dt)
+        self._account(st, p_it, air["tca_mean"])
+        self.state = st
+        return st
 
-        # -- CDUs: heat from the racks, pumps, primary flows (valves set last step) -------------
+    def _cdu_inputs(self, cdu_return, secondary_flow) -> dict:
+        """CDUs: heat from the racks, pumps, primary flows (valves set last step)."""
         m_s = np.asarray(secondary_flow, dtype=float).reshape(self.n_cdu)
         t_ret_in = np.asarray(cdu_return, dtype=float).reshape(self.n_cdu)
         flowing = (m_s > 0) & ~self.cdu_down & np.isfinite(t_ret_in)
         m_s = np.where(flowing, m_s, 0.0)
-        t_sup_used = self.cdu_supply
         t_ret = np.where(flowing, t_ret_in, np.nan)
-        q_racks = np.where(flowing, m_s * CP_WATER * (np.where(flowing, t_ret_in, 0.0) - t_sup_used),
+        q_racks = np.where(flowing, m_s * CP_WATER * (np.where(flowing, t_ret_in, 0.0) - self.cdu_supply),
                            0.0)
-        p_cdu = self._cdu_pump_power(m_s)
         m_p = np.where(flowing, self.valve * self.m_p_design, 0.0)
-        m_f = float(m_p.sum())
+        return {"m_s": m_s, "flowing": flowing, "t_sup_used": self.cdu_supply, "t_ret": t_ret,
+                "q_racks": q_racks, "p_cdu": self._cdu_pump_power(m_s), "m_p": m_p,
+                "m_f": float(m_p.sum())}
 
-        # -- air side: room air and CRAHs (exact over the step) ------------------------------
+    def _air_side(self, q_air: float, dt: float) -> dict:
+        """Room air and CRAHs over the step (exact), and the CRAHs' chilled-water load."""
         cr = self.crah
         p_crah = float(crah_fan_power(max(q_air, 0.0), cr.delta_t_air.si,
                                       self.crah_count * cr.air_flow.si,
@@ -900,38 +599,32 @@ class Plant:
         t_ca_set = max(self.t_cold_aisle_set, self.t_chw + cr.coil_approach.si)
         q_start = q_room + self.k_room * (self.t_cold_aisle - t_ca_set)
         if q_start > self.crah_capacity:  # coils flat out
-            tca_end, tca_mean = _relax1(self.t_cold_aisle, self.c_room,
-                                        q_room - self.crah_capacity, 0.0, 0.0, dt)
+            tca_end, tca_mean = relax1(self.t_cold_aisle, self.c_room,
+                                       q_room - self.crah_capacity, 0.0, 0.0, dt)
             q_crah = self.crah_capacity
         elif q_start < 0.0:  # colder than the set-point: coils off
-            tca_end, tca_mean = _relax1(self.t_cold_aisle, self.c_room, q_room, 0.0, 0.0, dt)
+            tca_end, tca_mean = relax1(self.t_cold_aisle, self.c_room, q_room, 0.0, 0.0, dt)
             q_crah = 0.0
         else:
-            tca_end, tca_mean = _relax1(self.t_cold_aisle, self.c_room, 0.0, self.k_room,
-                                        t_ca_set, dt)
+            tca_end, tca_mean = relax1(self.t_cold_aisle, self.c_room, 0.0, self.k_room,
+                                       t_ca_set, dt)
             q_crah = q_room + self.k_room * (tca_mean - t_ca_set)
         m_chw = q_crah / (CP_WATER * cr.delta_t_water.si)
         p_chw = (self.pump_specific * self.m_chw_design * (m_chw / self.m_chw_design) ** 3
                  if m_chw > 0 else 0.0)
         q_chw = q_crah + p_chw
         t_chw_ret = self.t_chw_set + q_chw / (m_chw * CP_WATER) if m_chw > 0 else self.t_chw_set
+        return {"q_air": q_air, "p_crah": p_crah, "tca_end": tca_end, "tca_mean": tca_mean, "m_chw": m_chw,
+                "p_chw": p_chw, "q_chw": q_chw, "t_chw_ret": t_chw_ret}
 
-        # -- heat-rejection outlet tables of both circuits (one ε-NTU evaluation) ---------------
-        table_fw, table_chw = outlet_tables(
-            self.bank.table_inputs(m_f, self.bank.air_specific_heat(t_wb, self.t_set)),
-            self.chw_bank.table_inputs(m_chw, self.chw_bank.air_specific_heat(t_wb, self.t_chw_set)))
-
-        # -- facility water: modes and rejection law at the start of the step ------------------
-        fw = self._facility_law(table_fw, t_db, t_wb, m_f)
-        t_fs = fw["t_supply"]
-
-        # -- CDU loops (exact over the step) ----------------------------------------------------
-        g = self._conductance(m_s, m_p)
-        q_in = q_racks + p_cdu
+    def _water_loops(self, cdu: dict, fw: dict, table_fw, dt: float) -> dict:
+        """CDU loops and the facility loop over the step (exact), the free-cooling and chiller
+        shares of the rejection, and the heat-rejection fan speed."""
+        m_s, m_f, t_fs = cdu["m_s"], cdu["m_f"], fw["t_supply"]
+        g = self._conductance(m_s, cdu["m_p"])
+        q_in = cdu["q_racks"] + cdu["p_cdu"]
         ts_end, ts_mean = relax(self.t_secondary, self.c_secondary, q_in, g, t_fs, dt)
         q_hx = g * (ts_mean - t_fs)
-
-        # -- facility loop (exact, piecewise) -----------------------------------------------------
         p_fac = self.pump_specific * self.m_f_design * (m_f / self.m_f_design) ** 3
         q_hx_total = float(q_hx.sum())
         tf_end, tf_mean, r_mean = self._facility_relax(self.t_facility, q_hx_total + p_fac, fw, dt)
@@ -945,15 +638,21 @@ class Plant:
                                                    (self.t_set - t_sink) / (tf_mean - t_sink))
             elif self.bank.tower and q_ch_fw > 0:
                 speed_fw = self.bank.speed_max  # towers carry the condenser heat
-        fw_wet = fw["wet"] and speed_fw > 0
+        return {"g": g, "q_in": q_in, "ts_end": ts_end, "q_hx": q_hx, "q_hx_total": q_hx_total,
+                "p_fac": p_fac, "tf_end": tf_end, "tf_mean": tf_mean, "r_mean": r_mean,
+                "q_free_fw": q_free_fw, "q_ch_fw": q_ch_fw, "speed_fw": speed_fw,
+                "fw_wet": fw["wet"] and speed_fw > 0}
 
-        # -- chilled-water circuit (steady): free cooling, then the chillers' spare capacity ----
+    def _chilled_water(self, air: dict, table_chw, q_ch_fw: float, t_db: float, t_wb: float) -> dict:
+        """Chilled-water circuit (steady): free cooling, then the chillers' spare capacity; what
+        neither can take is a deficit that stays in the room."""
+        m_chw = air["m_chw"]
         q_free_chw = q_ch_chw = deficit = 0.0
         speed_chw, chw_wet, t_chw = 0.0, False, self.t_chw_set
         if m_chw > 0:
-            cw = self.chw_bank.solve(table_chw, t_chw_ret, self.t_chw_set, t_db, t_wb)
+            cw = self.chw_bank.solve(table_chw, air["t_chw_ret"], self.t_chw_set, t_db, t_wb)
             q_free_chw, q_ch_chw = (float(v) for v in economiser_split(
-                m_chw, t_chw_ret, cw["t_free"], self.t_chw_set))
+                m_chw, air["t_chw_ret"], cw["t_free"], self.t_chw_set))
             spare = (0.0 if self.chiller is None or self.chiller_tripped
                      else max(self.chiller_capacity - q_ch_fw, 0.0))
             if q_ch_chw > spare:
@@ -964,84 +663,70 @@ class Plant:
                 speed_chw, chw_wet = cw["speed"], cw["wet"] and cw["speed"] > 0
             elif self.chw_bank.tower and q_ch_chw > 0:
                 speed_chw = self.chw_bank.speed_max
-        if deficit > 0:  # heat the coils could not pass on stays in the room air
-            tca_end += deficit * dt / self.c_room
-            tca_mean += deficit * dt / (2.0 * self.c_room)
+        return {"q_free_chw": q_free_chw, "q_ch_chw": q_ch_chw, "deficit": deficit,
+                "speed_chw": speed_chw, "chw_wet": chw_wet, "t_chw": t_chw}
 
-        # -- chillers -------------------------------------------------------------------------
-        p_chiller = 0.0
-        if self.chiller is not None and q_ch_fw + q_ch_chw > 0:
-            cop = chiller_cop(self._condenser(t_db, t_wb), np.array([self.t_set, self.t_chw_set]),
-                              self.chiller.carnot_fraction.si, self.cop_max)
-            p_chiller = float(chiller_power(np.array([q_ch_fw, q_ch_chw]), cop).sum())
+    def _chiller_power(self, q_ch_fw: float, q_ch_chw: float, t_db: float, t_wb: float) -> float:
+        """Compressor power of the chillers trimming both circuits [W]."""
+        if self.chiller is None or not q_ch_fw + q_ch_chw > 0:
+            return 0.0
+        cop = chiller_cop(self._condenser(t_db, t_wb), np.array([self.t_set, self.t_chw_set]),
+                          self.chiller.carnot_fraction.si, self.cop_max)
+        return float(chiller_power(np.array([q_ch_fw, q_ch_chw]), cop).sum())
 
-        # -- CDU valves (PI) and the supply for the next step -----------------------------------
-        self._control(flowing, m_s, g, ts_end, q_in, t_fs, dt)
+    def _next_supply(self, cdu: dict, loops: dict, t_fs: float, dt: float) -> None:
+        """CDU valves (PI) and the supply for the next step; the loops' end temperatures."""
+        flowing, m_s, ts_end = cdu["flowing"], cdu["m_s"], loops["ts_end"]
+        self._control(flowing, m_s, loops["g"], ts_end, loops["q_in"], t_fs, dt)
         m_next = np.where(flowing, m_s, self.design_secondary_flow)
         g_next = self._conductance(m_next, self.valve * self.m_p_design)
         with np.errstate(divide="ignore", invalid="ignore"):
             supply_next = ts_end - g_next * (ts_end - t_fs) / (m_next * CP_WATER)
         self.cdu_supply = np.where(m_next > 0, supply_next, self.cdu_supply)
         self.t_secondary = ts_end
-        self.t_facility = tf_end
-        self.t_cold_aisle = tca_end
-        self.t_chw = t_chw
+        self.t_facility = loops["tf_end"]
 
-        # -- powers, water, energy ----------------------------------------------------------------
-        p_fans = self.bank.fan_power(speed_fw) + self.chw_bank.fan_power(speed_chw)
-        p_cdu_total = float(p_cdu.sum())
-        p_pumps = p_fac + p_chw
-        p_cooling = p_cdu_total + p_pumps + p_fans + p_chiller + p_crah
-        q_ch_total = q_ch_fw + q_ch_chw
-        q_rejected = r_mean + (q_chw - deficit) + p_chiller
+    def _water(self, loops: dict, chw: dict, q_ch_total: float, p_chiller: float, t_db: float,
+               t_wb: float) -> float:
+        """Make-up water [kg/s]: tower evaporation and blowdown, or adiabatic pad water."""
         if self.bank.tower:
             water_cooled = self.chiller is not None and self.chiller.condenser == "water"
             q_condenser = q_ch_total + p_chiller if water_cooled else 0.0
-            water = self.bank.water(q_free_fw + q_free_chw + q_condenser, 0.0, False, t_db, t_db)
-        else:
-            wet_air = t_db - (self.bank.adiabatic or 0.0) * (t_db - t_wb)
-            water = (self.bank.water(0.0, speed_fw, fw_wet, t_db, wet_air)
-                     + self.chw_bank.water(0.0, speed_chw, chw_wet, t_db, wet_air))
+            return self.bank.water(loops["q_free_fw"] + chw["q_free_chw"] + q_condenser, 0.0, False, t_db, t_db)
+        wet_air = t_db - (self.bank.adiabatic or 0.0) * (t_db - t_wb)
+        return (self.bank.water(0.0, loops["speed_fw"], loops["fw_wet"], t_db, wet_air)
+                + self.chw_bank.water(0.0, chw["speed_chw"], chw["chw_wet"], t_db, wet_air))
+
+    def _state(self, cdu, air, fw, loops, chw, p_chiller, t_db, t_wb, stored_before, dt) -> PlantState:
+        """Powers, water and the energy balance of the step just taken."""
+        p_fans = self.bank.fan_power(loops["speed_fw"]) + self.chw_bank.fan_power(chw["speed_chw"])
+        p_cdu_total = float(cdu["p_cdu"].sum())
+        p_pumps = loops["p_fac"] + air["p_chw"]
+        p_crah = air["p_crah"]
+        q_ch_total = loops["q_ch_fw"] + chw["q_ch_chw"]
         stored = self.stored_heat()
         economiser = (FULL_FREE if not self.chiller_enabled
                       else PARTIAL if self.free_enabled else CHILLER_ONLY)
-
-        # -- fault timers (their effect starts with the next step) -------------------------------
-        self._tick_faults(dt)
-
-        st = PlantState(
+        m_f, flowing, t_fs = cdu["m_f"], cdu["flowing"], fw["t_supply"]
+        return PlantState(
             cdu_supply=self.cdu_supply.copy(),
             secondary_flow_factor=self.secondary_flow_factor,
-            t_cold_aisle=tca_end,
-            t_supply=t_sup_used.copy(), t_return=t_ret, flow=m_s, p_pump=p_cdu, q=q_hx,
-            valve=np.where(flowing, m_p / self.m_p_design, 0.0),
+            t_cold_aisle=air["tca_end"],
+            t_supply=cdu["t_sup_used"].copy(), t_return=cdu["t_ret"], flow=cdu["m_s"], p_pump=cdu["p_cdu"],
+            q=loops["q_hx"], valve=np.where(flowing, cdu["m_p"] / self.m_p_design, 0.0),
             t_outdoor=t_db, t_wet_bulb=t_wb, t_facility_supply=float(t_fs),
-            t_facility_return=t_fs + q_hx_total / (m_f * CP_WATER) if m_f > 0 else tf_mean,
-            t_chilled_water=t_chw,
-            p_cooling=p_cooling, p_cdu_pumps=p_cdu_total, p_facility_pumps=p_pumps,
-            p_heat_rejection_fans=p_fans, p_chiller=p_chiller, p_crah=p_crah, water=water,
-            economiser=economiser, chiller_on=bool(self.chiller_enabled or q_ch_chw > 0),
-            fan_speed=speed_fw, q_free=q_free_fw + q_free_chw, q_chiller=q_ch_total,
-            q_liquid=float(q_racks.sum()), q_air=float(q_air),
+            t_facility_return=t_fs + loops["q_hx_total"] / (m_f * CP_WATER) if m_f > 0 else loops["tf_mean"],
+            t_chilled_water=chw["t_chw"],
+            p_cooling=p_cdu_total + p_pumps + p_fans + p_chiller + p_crah, p_cdu_pumps=p_cdu_total,
+            p_facility_pumps=p_pumps, p_heat_rejection_fans=p_fans, p_chiller=p_chiller, p_crah=p_crah,
+            water=self._water(loops, chw, q_ch_total, p_chiller, t_db, t_wb),
+            economiser=economiser, chiller_on=bool(self.chiller_enabled or chw["q_ch_chw"] > 0),
+            fan_speed=loops["speed_fw"], q_free=loops["q_free_fw"] + chw["q_free_chw"], q_chiller=q_ch_total,
+            q_liquid=float(cdu["q_racks"].sum()), q_air=float(air["q_air"]),
             q_electric=p_cdu_total + p_pumps + p_crah + p_chiller,
-            q_rejected=q_rejected, q_stored=(stored - stored_before) / dt, stored_heat=stored,
+            q_rejected=loops["r_mean"] + (air["q_chw"] - chw["deficit"]) + p_chiller,
+            q_stored=(stored - stored_before) / dt, stored_heat=stored,
         )
-        self._account(st, p_it, tca_mean)
-        self.state = st
-        return st
-
-    def _tick_faults(self, dt: float):
-        """Count down pending failovers; a standby that is ready runs from the next step."""
-        self._pump_countdown -= dt
-        done = self._pump_countdown <= 1e-9
-        if done.any():
-            self.pumps_running[done] = np.minimum(self.pumps_running[done] + 1, self.pumps_duty[done])
-            self._pump_countdown[done] = np.inf
-        self._cdu_countdown -= dt
-        done = self._cdu_countdown <= 1e-9
-        if done.any():
-            self.cdu_down[done] = False
-            self._cdu_countdown[done] = np.inf
 
     # -- pieces of a step ------------------------------------------------------------------------
     def _weather_at(self, tm: float) -> tuple[float, float]:
@@ -1128,7 +813,7 @@ class Plant:
         if t < t_set:  # below the set-point nothing is rejected until it is reached
             t1 = c * (t_set - t) / q if q > 0 else math.inf
             if t1 >= dt:
-                end, mean = _relax1(t, c, q, 0.0, 0.0, dt)
+                end, mean = relax1(t, c, q, 0.0, 0.0, dt)
                 return end, mean, 0.0
             t_int += 0.5 * (t + t_set) * t1
             t, left = t_set, dt - t1
@@ -1138,12 +823,12 @@ class Plant:
             t_eq = t_ref + a / k  # falls below the set-point: find when it gets there
             t_cross = -(c / k) * math.log((t_set - t_eq) / (t - t_eq))
         seg = min(left, t_cross)
-        end, mean = _relax1(t, c, a, k, t_ref, seg)
+        end, mean = relax1(t, c, a, k, t_ref, seg)
         t_int += mean * seg
         r_int += (k * (mean - t_ref) + q_const) * seg
         t, left = end, left - seg
         if left > 0:  # below the set-point again: bypass, no rejection
-            end, mean = _relax1(t_set, c, q, 0.0, 0.0, left)
+            end, mean = relax1(t_set, c, q, 0.0, 0.0, left)
             t_int += mean * left
             t = end
         return t, t_int / dt, r_int / dt

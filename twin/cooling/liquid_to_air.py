@@ -11,10 +11,10 @@ Model, per CDU (arrays over the liquid-to-air CDUs):
 
 - secondary loop = one mixed volume at T_s (coils, reservoir, piping) that its racks return
   into: C_s dT_s/dt = q_racks + P_pump − G (T_s − T_air,in), integrated exactly over the step
-  (:func:`twin.cooling.facility.relax`), so the heat bookkeeping closes to rounding;
+  (:func:`twin.cooling.volumes.relax`), so the heat bookkeeping closes to rounding;
 - coil: counterflow ε-NTU between the liquid (C_l = ṁ_l c_p) and the air (C_a = ρ V̇ s c_p,a) at
   relative fan speed s; UA = UA_d s^0.8 (air-side film, Dittus–Boelter) with UA_d from the
-  rating (capacity at the design approach and flows, :func:`~twin.cooling.facility.ntu_counterflow`);
+  rating (capacity at the design approach and flows, :func:`~twin.cooling.heat_rejection.ntu_counterflow`);
   G = ε C_min; supply = T_s − G (T_s − T_air,in) / C_l;
 - fans: the lowest speed whose G brings the supply to its set-point (flat out when they cannot:
   the supply then rises above the set-point and the chips warm); P_fan ∝ s³;
@@ -26,8 +26,10 @@ from __future__ import annotations
 import numpy as np
 
 from twin.cooling.cdu import P_COOLING, SimpleCdu
-from twin.cooling.facility import HX_FLOW_EXPONENT, SECONDARY_LOOP_TIME, SPEED_GRID, ntu_counterflow, relax
+from twin.cooling.facility import HX_FLOW_EXPONENT, SECONDARY_LOOP_TIME
+from twin.cooling.heat_rejection import SPEED_GRID, ntu_counterflow
 from twin.cooling.plant import fan_power, hx_outlets, pump_power
+from twin.cooling.volumes import relax
 from twin.sim.component import Var
 from twin.units import CP_AIR, CP_WATER, RHO_AIR, RHO_WATER
 

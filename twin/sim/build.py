@@ -116,13 +116,55 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
     """Expand the scenario's halls, rows and racks into a :class:`System`."""
     cdus, cdu_index = expand_cdus(list(scenario.cdus) or [DEFAULT_CDU])
     shelf_names = sorted({r.power_shelf for r in catalog.racks.values()})
-    shelf_index = {n: i for i, n in enumerate(shelf_names)}
     shelf_curves = [
         (np.array([p[0] for p in catalog.power_shelves[n].efficiency.points]),
          np.array([p[1] for p in catalog.power_shelves[n].efficiency.points]))
         for n in shelf_names
     ]
+    layout = _layout(scenario, catalog, cdu_index, {n: i for i, n in enumerate(shelf_names)})
+    racks, sleds, devices = layout["racks"], layout["sleds"], layout["devices"]
+    kinds = _col(devices, "kind", object)
+    chip = {f: np.array([getattr(catalog.chips[k], f).si for k in kinds]) for f in CHIP_FIELDS}
+    chip["p_dyn"] = chip["tdp"] - chip["p_idle"] - chip["p_leak_ref"]
+    liquid = np.array([catalog.chips[k].cooling == "liquid" for k in kinds])
+    sled_template = _col(sleds, "template", object)
+    device_start = _col(sleds, "device_start", np.int64)
+    groups = _sled_groups(catalog, kinds, sled_template, device_start)
+    cdu_tpl = [catalog.cdus[spec.template] for _, spec in cdus]
+    col = _col
+    return System(
+        rack_name=col(racks, "name", object), rack_template=col(racks, "template", object),
+        rack_system=col(racks, "system", object), rack_row=col(racks, "row", np.int64),
+        rack_hall=col(racks, "hall", np.int64), rack_cdu=col(racks, "cdu", np.int64),
+        rack_m_coolant=col(racks, "m_coolant", float), rack_shelf_capacity=col(racks, "capacity", float),
+        rack_psus=col(racks, "psus", np.int64), rack_psu_rating=col(racks, "psu_rating", float),
+        rack_power_limit=col(racks, "limit", float),
+        row_power_limit=np.array(layout["row_limits"], dtype=float),
+        rack_shelf_type=col(racks, "shelf", np.int64), shelf_curves=shelf_curves,
+        rack_sled_start=col(racks, "sled_start", np.int64),
+        sled_name=col(sleds, "name", object), sled_template=sled_template,
+        sled_rack=col(sleds, "rack", np.int64), sled_overhead=col(sleds, "overhead", float),
+        sled_fan_power=col(sleds, "fan", float), sled_m_coolant=col(sleds, "m_coolant", float),
+        sled_m_air=col(sleds, "m_air", float), sled_device_start=device_start,
+        device_name=col(devices, "name", object), device_kind=kinds,
+        device_sled=col(devices, "sled", np.int64), device_rack=col(devices, "rack", np.int64),
+        device_liquid=liquid, chip=chip,
+        cdu_name=np.array([name for name, _ in cdus], dtype=object),
+        cdu_template=np.array([spec.template for _, spec in cdus], dtype=object),
+        cdu_setpoint=np.array([spec.supply_temperature for _, spec in cdus]),
+        cdu_approach=np.array([t.approach.si for t in cdu_tpl]),
+        cdu_design_flow=np.array([volume_to_mass_flow_water(t.design_flow.si) for t in cdu_tpl]),
+        cdu_pump_power=np.array([t.pump_power.si for t in cdu_tpl]),
+        groups=groups, hall_names=layout["hall_names"], row_names=layout["row_names"],
+    )
 
+
+def _col(rows, key, dtype=None):
+    return np.array([x[key] for x in rows], dtype=dtype)
+
+
+def _layout(scenario, catalog, cdu_index, shelf_index) -> dict:
+    """Racks, sleds and devices in entity order (rack → sled → device slot), as dicts."""
     racks, sleds, devices = [], [], []
     hall_names, row_names, row_limits = [], [], []
     for hall in scenario.halls:
@@ -137,7 +179,6 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
                     tpl = catalog.racks[slot.template]
                     flow = spec.coolant_flow if spec.coolant_flow is not None else tpl.coolant_flow.si
                     shelf = catalog.power_shelves[tpl.power_shelf]
-                    r = len(racks)
                     racks.append(dict(
                         name=slot.name, template=slot.template, system=slot.system,
                         row=len(row_names) - 1, hall=len(hall_names) - 1,
@@ -148,46 +189,47 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
                         limit=spec.power_limit if spec.power_limit is not None else np.inf,
                         shelf=shelf_index[tpl.power_shelf], sled_start=len(sleds),
                     ))
-                    # Liquid flow is split over sleds in proportion to their plates' design flow.
-                    sled_list = [(s, c.value) for s, c in tpl.sleds.items()]
-                    design = {
-                        s: sum(catalog.chips[ch].flow_ref.si * n.value
-                               for ch, n in catalog.sleds[s].devices.items()
-                               if catalog.chips[ch].cooling == "liquid")
-                        for s, _ in sled_list
-                    }
-                    total = sum(design[s] * n for s, n in sled_list)
-                    slot_no = 0
-                    for sname, count in sled_list:
-                        stpl = catalog.sleds[sname]
-                        for _ in range(count):
-                            share = design[sname] / total if total > 0 else 0.0
-                            sled_id = f"{slot.name}/s{slot_no:02d}"
-                            sleds.append(dict(
-                                name=sled_id, template=sname, rack=r,
-                                overhead=stpl.overhead.si, fan=stpl.fan_power.si,
-                                m_coolant=racks[r]["m_coolant"] * share,
-                                m_air=volume_to_mass_flow_air(stpl.air_flow.si),
-                                device_start=len(devices),
-                            ))
-                            for chip_name, n in stpl.devices.items():
-                                for j in range(n.value):
-                                    devices.append(dict(
-                                        name=f"{sled_id}/{chip_name}-{j}", kind=chip_name,
-                                        sled=len(sleds) - 1, rack=r,
-                                    ))
-                            slot_no += 1
+                    _rack_sleds(catalog, tpl, slot.name, len(racks) - 1, racks[-1]["m_coolant"],
+                                sleds, devices)
+    return {"racks": racks, "sleds": sleds, "devices": devices, "hall_names": hall_names,
+            "row_names": row_names, "row_limits": row_limits}
 
-    def col(rows, key, dtype=None):
-        return np.array([x[key] for x in rows], dtype=dtype)
 
-    kinds = col(devices, "kind", object)
-    chip = {f: np.array([getattr(catalog.chips[k], f).si for k in kinds]) for f in CHIP_FIELDS}
-    chip["p_dyn"] = chip["tdp"] - chip["p_idle"] - chip["p_leak_ref"]
-    liquid = np.array([catalog.chips[k].cooling == "liquid" for k in kinds])
-    sled_template = col(sleds, "template", object)
-    device_start = col(sleds, "device_start", np.int64)
+def _rack_sleds(catalog, tpl, rack_name: str, r: int, m_coolant: float, sleds: list, devices: list) -> None:
+    """Append the sleds and devices of rack ``r``. Liquid flow is split over sleds in proportion
+    to their plates' design flow."""
+    sled_list = [(s, c.value) for s, c in tpl.sleds.items()]
+    design = {
+        s: sum(catalog.chips[ch].flow_ref.si * n.value
+               for ch, n in catalog.sleds[s].devices.items()
+               if catalog.chips[ch].cooling == "liquid")
+        for s, _ in sled_list
+    }
+    total = sum(design[s] * n for s, n in sled_list)
+    slot_no = 0
+    for sname, count in sled_list:
+        stpl = catalog.sleds[sname]
+        for _ in range(count):
+            share = design[sname] / total if total > 0 else 0.0
+            sled_id = f"{rack_name}/s{slot_no:02d}"
+            sleds.append(dict(
+                name=sled_id, template=sname, rack=r,
+                overhead=stpl.overhead.si, fan=stpl.fan_power.si,
+                m_coolant=m_coolant * share,
+                m_air=volume_to_mass_flow_air(stpl.air_flow.si),
+                device_start=len(devices),
+            ))
+            for chip_name, n in stpl.devices.items():
+                for j in range(n.value):
+                    devices.append(dict(
+                        name=f"{sled_id}/{chip_name}-{j}", kind=chip_name,
+                        sled=len(sleds) - 1, rack=r,
+                    ))
+            slot_no += 1
 
+
+def _sled_groups(catalog, kinds, sled_template, device_start) -> list[SledGroup]:
+    """One :class:`SledGroup` (thermal network layout) per sled template."""
     groups = []
     for sname in dict.fromkeys(sled_template):
         idx = np.flatnonzero(sled_template == sname)
@@ -208,29 +250,4 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
             c_coolant=stpl.coolant_volume.si * volume_to_mass_flow_water(1.0) * CP_WATER,
             c_chassis=stpl.c_chassis.si,
         ))
-
-    cdu_tpl = [catalog.cdus[spec.template] for _, spec in cdus]
-    return System(
-        rack_name=col(racks, "name", object), rack_template=col(racks, "template", object),
-        rack_system=col(racks, "system", object), rack_row=col(racks, "row", np.int64),
-        rack_hall=col(racks, "hall", np.int64), rack_cdu=col(racks, "cdu", np.int64),
-        rack_m_coolant=col(racks, "m_coolant", float), rack_shelf_capacity=col(racks, "capacity", float),
-        rack_psus=col(racks, "psus", np.int64), rack_psu_rating=col(racks, "psu_rating", float),
-        rack_power_limit=col(racks, "limit", float), row_power_limit=np.array(row_limits, dtype=float),
-        rack_shelf_type=col(racks, "shelf", np.int64), shelf_curves=shelf_curves,
-        rack_sled_start=col(racks, "sled_start", np.int64),
-        sled_name=col(sleds, "name", object), sled_template=sled_template,
-        sled_rack=col(sleds, "rack", np.int64), sled_overhead=col(sleds, "overhead", float),
-        sled_fan_power=col(sleds, "fan", float), sled_m_coolant=col(sleds, "m_coolant", float),
-        sled_m_air=col(sleds, "m_air", float), sled_device_start=device_start,
-        device_name=col(devices, "name", object), device_kind=kinds,
-        device_sled=col(devices, "sled", np.int64), device_rack=col(devices, "rack", np.int64),
-        device_liquid=liquid, chip=chip,
-        cdu_name=np.array([name for name, _ in cdus], dtype=object),
-        cdu_template=np.array([spec.template for _, spec in cdus], dtype=object),
-        cdu_setpoint=np.array([spec.supply_temperature for _, spec in cdus]),
-        cdu_approach=np.array([t.approach.si for t in cdu_tpl]),
-        cdu_design_flow=np.array([volume_to_mass_flow_water(t.design_flow.si) for t in cdu_tpl]),
-        cdu_pump_power=np.array([t.pump_power.si for t in cdu_tpl]),
-        groups=groups, hall_names=hall_names, row_names=row_names,
-    )
+    return groups

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from twin.cooling.weather import (
+from twin.site.weather import (
     DAILY_RANGE_FRACTION,
     SECONDS_PER_DAY,
     SECONDS_PER_YEAR,

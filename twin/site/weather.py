@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from twin.scenario.errors import FieldError
+
 #: Folder of the bundled EPW files (see README.md there for their source and licence).
 WEATHER_DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "weather"
 
@@ -899,3 +901,56 @@ class Weather:
 
     def __repr__(self) -> str:
         return f"Weather({self.source!r}, {self.time.size} samples, period={self.period})"
+
+
+#: Relative humidity assumed for constant weather given without humidity [1].
+DEFAULT_RH = 0.5
+
+
+def build_weather(spec, base_dir: Path | None = None, start_day_of_year: float | None = None
+                  ) -> Weather:
+    """The :class:`Weather` a ``plant.weather`` section asks for.
+
+    Parameters
+    ----------
+    spec : ConstantWeather | EpwWeather | DesignDayWeather | CsvWeather
+    base_dir : Path, optional
+        Folder relative file paths are taken from (the scenario's folder).
+    start_day_of_year : float, optional
+        Typical-year day at simulation time 0, used when an EPW spec gives no ``start_day``.
+
+    Raises
+    ------
+    FieldError
+        File not found, not readable, or an unknown bundled name (``plant.weather.file``).
+    """
+    loc = ("plant", "weather", "file")
+    if spec.kind == "constant":
+        rh = spec.rh if spec.t_wet_bulb is None and spec.rh is not None else DEFAULT_RH
+        return Weather.constant(spec.t_dry_bulb, t_wet_bulb=spec.t_wet_bulb,
+                                rh=None if spec.t_wet_bulb is not None else rh)
+
+    def path_of(name: str, bundled: bool) -> Path:
+        p = Path(name)
+        if bundled and p.suffix.lower() != ".epw" and len(p.parts) == 1:
+            try:
+                return bundled_epw(name)
+            except ValueError as exc:
+                raise FieldError(loc, str(exc)) from None
+        if not p.is_absolute() and base_dir is not None:
+            p = Path(base_dir) / p
+        if not p.is_file():
+            raise FieldError(loc, f"weather file not found: {p}")
+        return p
+
+    try:
+        if spec.kind == "epw":
+            start = spec.start_day if spec.start_day is not None else (start_day_of_year or 1.0)
+            return Weather.from_epw(path_of(spec.file, True), start_day_of_year=start)
+        if spec.kind == "design_day":
+            return Weather.from_design_day(path_of(spec.file, True), spec.day)
+        return Weather.from_csv(path_of(spec.file, False))
+    except FieldError:
+        raise
+    except ValueError as exc:
+        raise FieldError(loc, str(exc)) from None
