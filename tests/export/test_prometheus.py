@@ -24,7 +24,6 @@ from twin.export.prometheus import (
     GROUP_LABELS,
     KIND_SUMMARIES,
     METRICS,
-    SM_CLOCK_MHZ,
     UNIT_CONVERSION,
     TwinCollector,
     fine_level_enabled,
@@ -263,7 +262,7 @@ def test_dcgm_series_for_nvidia_gpus_only(gb300):
     assert dcgm[(sled, "0")] == twin_power[first_gpu]
     clock = {(lab["Hostname"], lab["gpu"]): v for lab, v in s["DCGM_FI_DEV_SM_CLOCK"]}
     dev_clock = {lab["device"]: v for lab, v in s["twin_device_clock_ratio"]}
-    assert clock[(sled, "0")] == dev_clock[first_gpu] * SM_CLOCK_MHZ["gb300"]
+    assert clock[(sled, "0")] == dev_clock[first_gpu] * 1965.0  # catalogue max_clock of gb300 [MHz]
     util = [v for _, v in s["DCGM_FI_DEV_GPU_UTIL"]]
     assert all(0 <= v <= 100 for v in util)
 

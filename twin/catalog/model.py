@@ -87,6 +87,7 @@ Volume = Annotated[_figure("volume"), AfterValidator(_positive)]
 PerKelvin = Annotated[_figure("per_kelvin"), AfterValidator(_non_negative)]
 Ratio = Annotated[_figure("dimensionless"), AfterValidator(_positive)]
 Flops = Annotated[_figure("flops"), AfterValidator(_positive)]
+Frequency = Annotated[_figure("rate"), AfterValidator(_positive)]
 Bytes = Annotated[_figure("bytes"), AfterValidator(_positive)]
 Bandwidth = Annotated[_figure("bandwidth"), AfterValidator(_positive)]
 ThermalConductance = Annotated[_figure("thermal_conductance"), AfterValidator(_positive)]
@@ -159,6 +160,7 @@ class Chip(Entry):
     flops_bf16: Flops | None = None
     hbm_capacity: Bytes | None = None
     hbm_bandwidth: Bandwidth | None = None
+    max_clock: Frequency | None = None  # highest core (GPU: SM) clock, the relative clock's 1 [Hz]
     #: n in G_conv ∝ ṁ^n of the plate or heat sink [1] (laminar microchannel plates 0.3–0.5)
     convection_exponent: Ratio | None = None
     #: HBM node: share of the package power in the HBM stacks [1], HBM–plate resistance,

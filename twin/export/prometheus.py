@@ -178,7 +178,7 @@ DEVICES_METRIC = "twin_devices"
 DEVICES_HELP = "Number of devices of a kind."
 
 #: twin device variable → (DCGM field name, scale, help) for NVIDIA GPUs (dcgm-exporter names).
-#: ``None`` scale on the clock means "× the chip's maximum SM clock in MHz" (:data:`SM_CLOCK_MHZ`).
+#: ``None`` scale on the clock means "× the chip's maximum SM clock in MHz" (catalogue ``max_clock``).
 DCGM_METRICS: dict[str, tuple[str, float | None, str]] = {
     "p": ("DCGM_FI_DEV_POWER_USAGE", 1.0, "Power draw (in W)."),
     "t_die": ("DCGM_FI_DEV_GPU_TEMP", 1.0, "GPU temperature (in C)."),
@@ -187,12 +187,8 @@ DCGM_METRICS: dict[str, tuple[str, float | None, str]] = {
 }
 #: dcgm-exporter's labels on every GPU series.
 DCGM_LABELS = ("gpu", "UUID", "device", "modelName", "Hostname")
-#: Maximum SM clock per GPU kind [MHz]. H200: NVIDIA H200 SXM max graphics clock as reported by
-#: nvidia-smi (same GH100 die as H100 SXM, 1980 MHz); Blackwell parts: estimate from nvidia-smi
-#: reports of B200 (1965 MHz). Used only to scale the relative clock for DCGM_FI_DEV_SM_CLOCK;
-#: belongs in the catalogue once it has a clock figure.
-SM_CLOCK_MHZ = {"h200": 1980.0, "b200": 1965.0, "gb200": 1965.0, "gb300": 1965.0}
-DEFAULT_SM_CLOCK_MHZ = 1980.0
+#: Hz per MHz (DCGM reports clocks in MHz).
+HZ_PER_MHZ = 1e6
 
 
 def metric_scale(group: str, variable: str) -> float:
@@ -271,7 +267,8 @@ def dcgm_labels(sim) -> tuple[np.ndarray, list[tuple[str, ...]], np.ndarray]:
         name = str(sy.device_name[i])
         labels.append((str(n), f"GPU-{uuid.uuid5(uuid.NAMESPACE_URL, 'twin:' + name)}", f"nvidia{n}",
                        f"NVIDIA {kinds[i].upper()}", sled))
-        mhz.append(SM_CLOCK_MHZ.get(kinds[i], DEFAULT_SM_CLOCK_MHZ))
+        clock = chips[kinds[i]].max_clock
+        mhz.append(clock.si / HZ_PER_MHZ if clock is not None else np.nan)  # no figure: no series
     return idx, labels, np.array(mhz)
 
 
@@ -400,7 +397,8 @@ class TwinCollector(Collector):
                     values = dev[variable][idx] * (mhz if scale is None else scale)
                     fam = GaugeMetricFamily(name, help_, labels=DCGM_LABELS)
                     for lab, v in zip(labels, values.tolist()):
-                        fam.add_metric(lab, v)
+                        if math.isfinite(v):
+                            fam.add_metric(lab, v)
                     yield fam
 
 

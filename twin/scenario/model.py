@@ -161,6 +161,9 @@ class Checkpoint(_Strict):
     interval: Duration
     duration: Duration
     u: Fraction = 0.05  # accelerator utilisation while writing the checkpoint
+    #: network devices' load while the checkpoint is written to remote storage (estimate: the
+    #: write of a few GB per device is spread over the pause, well below the collectives' load)
+    network_load: Fraction = 0.3
 
 
 class Smoothing(_Strict):
@@ -188,6 +191,9 @@ class TrainingJob(_Strict):
     u_compute: Fraction = 0.95
     u_collective: Fraction = 0.2
     network_load: Fraction = 0.8
+    #: network devices' load during the compute phase (estimate: data loading and overlapped
+    #: gradient traffic keep the links lightly busy between collectives)
+    compute_network_load: Fraction = 0.1
     all_to_all_share: Annotated[float, Field(ge=0.0, lt=1.0)] = 0.0
     u_all_to_all: Fraction = 0.3
     all_to_all_network_load: Fraction = 1.0  # EFA / NeuronSwitch during the all-to-all phase

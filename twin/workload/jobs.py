@@ -264,10 +264,10 @@ class JobSet:
         f_a = f_ca - f_c
         f_coll = 1.0 - f_ca
         u_acc = spec.u_compute * f_c + spec.u_all_to_all * f_a + spec.u_collective * f_coll
-        u_net = 0.1 * f_c + spec.all_to_all_network_load * f_a + spec.network_load * f_coll
+        u_net = spec.compute_network_load * f_c + spec.all_to_all_network_load * f_a + spec.network_load * f_coll
         if spec.checkpoint is not None:
             u_acc = np.where(paused, spec.checkpoint.u, u_acc)
-            u_net = np.where(paused, 0.3, u_net)  # checkpoint writes cross the network
+            u_net = np.where(paused, spec.checkpoint.network_load, u_net)  # writes cross the network
             # A checkpoint is saved when its window ends (paused → running).
             before = np.concatenate([[job.paused], paused[:-1]])
             ends = np.flatnonzero(before & ~paused)
