@@ -30,7 +30,7 @@ DIMENSIONS: dict[str, tuple[str, str, str]] = {
     "volume": ("[length] ** 3", "m**3", "m3"),
     "pressure": ("[pressure]", "Pa", "Pa"),
     "flops": ("1 / [time]", "1/s", "s-1"),
-    "bytes": ("[]", "", "byte"),
+    "bytes": ("[]", "byte", "byte"),
     "bandwidth": ("1 / [time]", "1/s", "byte s-1"),
     "dimensionless": ("[]", "", "1"),
     "rate": ("1 / [time]", "1/s", "s-1"),
@@ -39,6 +39,7 @@ DIMENSIONS: dict[str, tuple[str, str, str]] = {
 }
 
 ureg.define("byte = [] = B")
+ureg.define("bit = byte / 8")  # pint's own bit is dimensionless 1, which would make 1 bit = 1 byte
 ureg.define("FLOP = [] = flop")
 ureg.define("USD = [] ")
 ureg.define("EUR = [] ")
@@ -94,7 +95,7 @@ def parse_quantity(text: str | float | int, dimension: str) -> float:
             f"'{_example_unit(dimension)}', got '{q.units:~}')"
         )
     if dim == "[]":
-        return float(q.to("dimensionless").magnitude)
+        return float(q.to(unit or "dimensionless").magnitude)
     return float(q.to(unit).magnitude)
 
 

@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from twin.catalog import Catalog, load_catalog
+from twin.catalog.model import CatalogError
 from twin.scenario.errors import FieldError, ScenarioError, format_path
 from twin.scenario.layout import expand_cdus, expand_racks
 from twin.scenario.model import EVENT_KINDS, GROUPS, Scenario
@@ -257,8 +258,8 @@ def _validated(data: dict, text: str, path: Path, lines: dict, layers: list) -> 
         raise where.locate(_validation_error(exc, (), data)) from None
     try:
         catalog = load_catalog().merged(scenario.catalog)
-    except ValidationError as exc:
-        raise where.locate(_validation_error(exc, ("catalog",), data.get("catalog"))) from None
+    except CatalogError as exc:
+        raise where.locate(FieldError(("catalog",) + exc.loc, exc.message)) from None
     loaded = LoadedScenario(scenario, catalog, text, path, lines)
     try:
         check_references(scenario, catalog, base=path.parent)
