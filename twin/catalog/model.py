@@ -141,9 +141,10 @@ class Curve(_Strict):
 
 
 class Entry(_Strict):
-    description: str
-    vendor: str = ""
-    status: Literal["shipping", "projected"] = "shipping"
+    description: str = Field(description="what the entry is, in one line")
+    vendor: str = Field("", description="maker")
+    status: Literal["shipping", "projected"] = Field(
+        "shipping", description="'projected' for announced, unreleased hardware (figures are estimates)")
 
 
 class Chip(Entry):
@@ -159,34 +160,36 @@ class Chip(Entry):
     r_conv = r_conv_ref * (flow / flow_ref)**-0.8 (turbulent forced convection).
     """
 
-    role: Literal["accelerator", "cpu", "nic", "switch"]
-    cooling: Literal["liquid", "air"]
-    tdp: Power
-    p_idle: Power
-    p_leak_ref: Power
-    t_ref: Temperature
-    leak_beta: PerKelvin
-    clock_exponent: Ratio
-    t_throttle: Temperature
-    t_shutdown: Temperature
-    throttle_hysteresis: TemperatureDelta
-    r_jc: ThermalResistance
-    r_conv_ref: ThermalResistance
-    flow_ref: VolumeFlow
-    c_die: HeatCapacity
-    c_plate: HeatCapacity
-    flops_fp8: Flops | None = None
-    flops_bf16: Flops | None = None
-    hbm_capacity: Bytes | None = None
-    hbm_bandwidth: Bandwidth | None = None
-    #: n in G_conv ∝ ṁ^n of the plate or heat sink [1] (laminar microchannel plates 0.3–0.5)
-    convection_exponent: Ratio | None = None
-    #: HBM node: share of the package power in the HBM stacks [1], HBM–plate resistance,
-    #: heat capacity and temperature limit
-    hbm_power_fraction: Ratio | None = None
-    r_hbm: ThermalResistance | None = None
-    c_hbm: HeatCapacity | None = None
-    t_hbm_max: Temperature | None = None
+    role: Literal["accelerator", "cpu", "nic", "switch"] = Field(
+        description="what the device does; jobs place on accelerators and CPUs, NICs and switches follow their sled")
+    cooling: Literal["liquid", "air"] = Field(description="where the package's heat goes: a cold plate on the "
+                                              "sled's coolant, or a heat sink in the sled's air")
+    tdp: Power = Field(description="thermal design power: P at u = 1, f = 1, T = t_ref")
+    p_idle: Power = Field(description="power at u = 0 without the leakage term")
+    p_leak_ref: Power = Field(description="leakage (static) power at t_ref")
+    t_ref: Temperature = Field(description="die temperature at which p_leak_ref and tdp hold")
+    leak_beta: PerKelvin = Field(description="leakage growth with temperature: P_leak ∝ exp(leak_beta·(T − t_ref))")
+    clock_exponent: Ratio = Field(description="α of dynamic power ∝ f^α under DVFS")
+    t_throttle: Temperature = Field(description="die temperature at which the governor lowers the clock")
+    t_shutdown: Temperature = Field(description="die temperature at which the device trips (off until repaired)")
+    throttle_hysteresis: TemperatureDelta = Field(description="cooling below t_throttle needed before the clock rises again")
+    r_jc: ThermalResistance = Field(description="die to cold plate / heat-sink base")
+    r_conv_ref: ThermalResistance = Field(description="cold plate or heat sink to coolant or air at flow_ref; ∝ (flow/flow_ref)^-0.8")
+    flow_ref: VolumeFlow = Field(description="coolant (liquid) or air flow through the plate or sink at which r_conv_ref holds; "
+                                 "liquid chips also set the sled's share of its rack's manifold flow")
+    c_die: HeatCapacity = Field(description="heat capacity of die and lid")
+    c_plate: HeatCapacity = Field(description="heat capacity of the cold plate or heat sink")
+    flops_fp8: Flops | None = Field(None, description="dense FP8 peak (inference prefill and roofline)")
+    flops_bf16: Flops | None = Field(None, description="dense BF16 peak")
+    hbm_capacity: Bytes | None = Field(None, description="HBM capacity")
+    hbm_bandwidth: Bandwidth | None = Field(None, description="HBM bandwidth (decode roofline)")
+    convection_exponent: Ratio | None = Field(
+        None, description="n in G_conv ∝ flow^n of the plate or heat sink (laminar microchannel plates 0.3–0.5; "
+                          "default 0.8, turbulent)")
+    hbm_power_fraction: Ratio | None = Field(None, description="HBM node: share of the package power in the HBM stacks")
+    r_hbm: ThermalResistance | None = Field(None, description="HBM node: HBM stacks to cold plate")
+    c_hbm: HeatCapacity | None = Field(None, description="HBM node: heat capacity of the HBM stacks")
+    t_hbm_max: Temperature | None = Field(None, description="HBM node: temperature limit of the stacks")
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -202,12 +205,12 @@ class Chip(Entry):
 class Sled(Entry):
     """A server sled / compute tray: devices plus board overhead, fans and local coolant."""
 
-    devices: dict[str, Count]
-    overhead: Power  # board, DIMMs, VRs, drives: heat to air [W]
-    fan_power: Power  # at design air flow [W]
-    air_flow: VolumeFlow  # design air flow through the sled [m3/s]
-    coolant_volume: Volume  # coolant held in the sled's cold plates and hoses [m3]
-    c_chassis: HeatCapacity  # chassis and air that the exhaust air node sees [J/K]
+    devices: dict[str, Count] = Field(description="chip entry → how many on the sled (slot order)")
+    overhead: Power = Field(description="board, DIMMs, VRs and drives, constant; heat to air")
+    fan_power: Power = Field(description="fans at the design air flow")
+    air_flow: VolumeFlow = Field(description="design air flow through the sled")
+    coolant_volume: Volume = Field(description="coolant held in the sled's cold plates and hoses")
+    c_chassis: HeatCapacity = Field(description="chassis and boards that the exhaust air node sees")
 
 
 class Coefficients(_Strict):
@@ -269,11 +272,11 @@ class RoomCooler(Entry):
 class PowerShelf(Entry):
     """A power shelf of identical PSUs sharing load on a DC busbar."""
 
-    psus: Count
-    psu_rating: Power
-    redundant: Count | None = None  # spare PSUs (N+1 → 1)
-    efficiency: Curve
-    overload: Literal["cap", "trip"] = "cap"  # what the shelf does beyond its healthy PSUs' rating
+    psus: Count = Field(description="PSUs installed in one shelf")
+    psu_rating: Power = Field(description="rated DC output of one PSU")
+    redundant: Count | None = Field(None, description="spare PSUs per shelf (N+1 → 1)")
+    efficiency: Curve = Field(description="efficiency against load fraction of the healthy PSUs, [[load, η], ...]")
+    overload: Literal["cap", "trip"] = Field("cap", description="what the shelf does beyond its healthy PSUs' rating")
 
 
 class Rack(Entry):
@@ -284,18 +287,20 @@ class Rack(Entry):
     liquid-cooled devices (Σ ``flow_ref`` of the sled's liquid chips).
     """
 
-    sleds: dict[str, Count]
-    power_shelf: str
-    shelves: Count
-    coolant_flow: VolumeFlow  # design secondary-loop flow for the rack [m3/s]; 0 = air-cooled
-    fabric: dict[str, str] = {}  # accelerator chip → scale-up fabric joining those chips in the rack
+    sleds: dict[str, Count] = Field(description="sled entry → how many, in slot order; all on one busbar and one manifold")
+    power_shelf: str = Field(description="the power_shelves entry feeding the busbar")
+    shelves: Count = Field(description="power shelves in the rack")
+    coolant_flow: VolumeFlow = Field(description="design manifold (secondary-loop) flow; 0 for an air-cooled rack")
+    fabric: dict[str, str] = Field({}, description="accelerator chip → the scale-up fabric joining those chips "
+                                   "of the rack into one domain")
 
 
 class System(Entry):
     """Racks joined into one scale-up domain per accelerator kind (an UltraServer)."""
 
-    racks: list[str]
-    fabric: dict[str, str]  # accelerator chip → scale-up fabric joining those chips of all the racks
+    racks: list[str] = Field(description="rack entries, in order (named -a, -b, … in a scenario)")
+    fabric: dict[str, str] = Field(description="accelerator chip → the scale-up fabric joining those chips of "
+                                   "all the racks into one domain")
 
 
 class Fabric(Entry):
@@ -310,18 +315,23 @@ class Fabric(Entry):
     :func:`twin.network.cluster.size_network`.
     """
 
-    scope: Literal["scale-up", "scale-out"]
-    topology: Literal["torus", "switched", "fat-tree"]
-    bandwidth: Bandwidth | None = None  # scale-up: per chip, one direction [B/s]
-    latency: Time  # one step of a collective, end to end [s]
-    domain_size: Count | None = None  # scale-up: most chips in one domain
-    torus_dims: Count | None = None  # torus: number of dimensions (1 = ring)
-    switch_chip: str | None = None  # scale-up: the switch ASIC (a `chips` entry), on sleds
-    nics: dict[str, Count] = {}  # scale-out: NIC chip → switch ports per NIC
-    port_speed: Bandwidth | None = None  # scale-out: one NIC or switch port, one direction [B/s]
-    switch_radix: Count | None = None  # scale-out: ports per switch
-    switch_power: Power | None = None  # scale-out: one switch box without optics [W]
-    optics_power: Power | None = None  # scale-out: one pluggable transceiver [W]
+    scope: Literal["scale-up", "scale-out"] = Field(
+        description="scale-up joins the chips of one domain; scale-out joins domains across the cluster")
+    topology: Literal["torus", "switched", "fat-tree"] = Field(
+        description="torus (all-to-all bytes cross the mean hop count of links), switched (one hop), "
+                    "fat-tree (scale-out, non-blocking)")
+    bandwidth: Bandwidth | None = Field(None, description="scale-up: per chip, one direction (vendors quote both "
+                                        "directions summed)")
+    latency: Time = Field(description="one step of a collective, end to end (α of the α–β model)")
+    domain_size: Count | None = Field(None, description="scale-up: most chips in one domain")
+    torus_dims: Count | None = Field(None, description="torus: number of dimensions (1 = ring)")
+    switch_chip: str | None = Field(None, description="scale-up: the switch ASIC (a chips entry); its power is "
+                                    "simulated on the sleds that hold it")
+    nics: dict[str, Count] = Field({}, description="scale-out: NIC chip → switch ports each NIC occupies")
+    port_speed: Bandwidth | None = Field(None, description="scale-out: one switch port, one direction")
+    switch_radix: Count | None = Field(None, description="scale-out: ports per switch")
+    switch_power: Power | None = Field(None, description="scale-out: one switch without optics")
+    optics_power: Power | None = Field(None, description="scale-out: one pluggable transceiver")
 
     @model_validator(mode="after")
     def _scope(self):
