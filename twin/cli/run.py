@@ -27,7 +27,7 @@ def run(
     progress: Annotated[bool, typer.Option(help="Show a progress bar on long runs.")] = True,
 ):
     """Run a scenario and write its dataset; print a summary."""
-    from twin.export.dataset import build_tree, summary
+    from twin.export.dataset import build_tree, run_warnings, summary
     from twin.export.writers import ZarrStream, output_format, write_tree
     from twin.sim.driver import Simulation
     from twin.thermal.integrators import INTEGRATORS
@@ -72,6 +72,8 @@ def run(
 
         write_openmetrics(twin.load(path), openmetrics)
     out.print(summary_table(summary(sim), path, interrupted))
+    for text in run_warnings(sim):  # one unwrapped line each, after the table
+        out.print(f"warning: {text}", soft_wrap=True, markup=False, highlight=False)
     if interrupted:
         err.print(f"interrupted at {sim.time:,.0f} s of {sim.n_steps * sim.h:,.0f} s; "
                   f"the completed part is in {path}")

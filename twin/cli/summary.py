@@ -33,6 +33,10 @@ def summary_table(kpi: dict, path: Path | None, interrupted: bool) -> Table:
         ("devices tripped", f"{kpi['devices_tripped']}"),
         ("energy balance residual", f"{kpi['energy_residual']:.1e}"),
     ]
+    if "network_power_W" in kpi:
+        rows.append(("scale-out network", f"{kpi['network_switches']:,} switches in {kpi['network_tiers']} tiers, "
+                     f"{kpi['network_optics']:,} optics: {mw(kpi['network_power_W'])} "
+                     f"(+ {kpi['network_nics']:,} NICs, {mw(kpi['network_nic_power_W'])} at TDP, in the racks)"))
     if "wue_L_per_kWh" in kpi:
         rows.append(("WUE (water / IT energy)", f"{kpi['wue_L_per_kWh']:.3f} L/kWh ({kpi['water_m3']:,.1f} m³)"))
         rows.append(("chiller / full free cooling", f"{kpi['chiller_hours']:,.1f} h / {kpi['full_free_cooling_hours']:,.1f} h"))

@@ -21,7 +21,7 @@ def validate(scenario: Annotated[Path, typer.Argument(help="Scenario YAML file."
     loaded = load(scenario)
     system = build_system(loaded.scenario, loaded.catalog)
     try:
-        Workload(loaded.scenario, system, loaded.catalog, loaded.base)  # replay files, job placement
+        workload = Workload(loaded.scenario, system, loaded.catalog, loaded.base)  # replay files, job placement
         if loaded.scenario.plant is not None:  # templates and weather files
             from twin.cooling.facility import Plant
 
@@ -32,3 +32,6 @@ def validate(scenario: Annotated[Path, typer.Argument(help="Scenario YAML file."
     out.print(f"{scenario}: ok — {system.n_racks} racks, {system.sled_name.size} sleds, "
               f"{system.n_devices} devices, {loaded.scenario.time.duration:g} s at "
               f"{loaded.scenario.time.step:g} s steps", highlight=False)
+    if workload.jobs is not None:
+        for text in workload.jobs.warnings(0.0):  # jobs that can never be placed
+            out.print(f"warning: {text}", soft_wrap=True, markup=False, highlight=False)

@@ -44,6 +44,12 @@ def _coords(sim, group: str) -> dict:
         return {
             "job": np.array([j.spec.name for j in jobs]),
             "job_kind": ("job", np.array([j.spec.kind for j in jobs])),
+            "job_fabric": ("job", np.array([j.path.fabric if j.path is not None else "" for j in jobs]),
+                           {"long_name": "fabric carrying the gang's collectives (scale-out when it spans domains)"}),
+            "job_domains": ("job", np.array([j.path.domains if j.path is not None else 0 for j in jobs]),
+                            {"long_name": "scale-up domains the gang spans (0: no fabric timing)"}),
+            "job_t_collective": ("job", np.array([j.t_collective for j in jobs]),
+                                 {"units": "s", "long_name": "collective time per iteration on the gang's fabrics"}),
         }
     if group == "device":
         return {
@@ -86,6 +92,15 @@ def summary(sim) -> dict[str, float | int]:
         "energy_smoothing_J": tot.e_smoothing,
         "capped_rack_seconds": sim.capped_rack_seconds,
     }
+    if sim.network is not None:
+        net = sim.network
+        kpi["network_power_W"] = net.power
+        kpi["network_switches"] = net.size.n_switches
+        kpi["network_tiers"] = net.size.tiers
+        kpi["network_optics"] = net.size.optics
+        kpi["network_nic_ports"] = net.size.ports
+        kpi["network_nics"] = net.nics
+        kpi["network_nic_power_W"] = net.p_nics
     if np.isfinite(sim.first_event):
         kpi["first_event_s"] = sim.first_event
         kpi["time_to_first_throttle_s"] = (sim.first_throttle - sim.first_event
@@ -119,6 +134,14 @@ def summary(sim) -> dict[str, float | int]:
             kpi[f"job_{job.spec.name}_failures"] = job.failures
             kpi[f"job_{job.spec.name}_kind"] = job.spec.kind
     return kpi
+
+
+def run_warnings(sim) -> list[str]:
+    """Things a run did not do that the scenario asked for (summary lines, root ``warnings``)."""
+    out = []
+    if sim.jobs is not None:
+        out += sim.jobs.warnings(sim.totals.steps * sim.h)
+    return out
 
 
 def group_dataset(sim, group: str, variables: dict[str, np.ndarray], offset: int = 0) -> xr.Dataset:
@@ -157,6 +180,7 @@ def root_attrs(sim, interrupted: bool = False) -> dict:
         "start": str(pd.Timestamp(sim.scenario.time.start)),
         "interrupted": int(interrupted),
         "Conventions": "CF-1.11",
+        "warnings": "\n".join(run_warnings(sim)),
     }
     attrs.update({f"kpi_{k}": v for k, v in summary(sim).items()})
     return attrs

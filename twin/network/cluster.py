@@ -100,3 +100,34 @@ def network_power(size: NetworkSize, switch_power: float, optics_power: float) -
     p_switches = size.n_switches * switch_power
     p_optics = size.optics * optics_power
     return {"switches": p_switches, "optics": p_optics, "total": p_switches + p_optics}
+
+
+@dataclass(frozen=True)
+class ScaleOutNetwork:
+    """The scale-out network of a built system: fabric, size and power of switches and optics.
+
+    NIC power is the NIC devices' own (simulated on the sleds, at their utilisation); ``p_nics``
+    here is their count × catalogue TDP, for the hand count only.
+    """
+
+    fabric: str
+    size: NetworkSize
+    p_switches: float  # [W]
+    p_optics: float  # [W]
+    nics: int
+    p_nics: float  # NIC devices at TDP (already in the racks' power) [W]
+
+    @property
+    def power(self) -> float:
+        """Power outside the racks: switches and optics [W]."""
+        return self.p_switches + self.p_optics
+
+    @classmethod
+    def build(cls, system, catalog, fabric_name: str) -> "ScaleOutNetwork":
+        fabric = catalog.fabrics[fabric_name]
+        ports_per_nic = {k: c.value for k, c in fabric.nics.items()}
+        size = size_network(nic_ports(system.device_kind, ports_per_nic), fabric.switch_radix.value)
+        p = network_power(size, fabric.switch_power.si, fabric.optics_power.si)
+        is_nic = np.isin(system.device_kind, list(ports_per_nic))
+        return cls(fabric_name, size, p["switches"], p["optics"], int(is_nic.sum()),
+                   float(system.chip["tdp"][is_nic].sum()))

@@ -420,6 +420,11 @@ def check_references(scenario: Scenario, catalog: Catalog, base: Path) -> None:
                              f"'{event.target}' matches no rack (known: {_known(built)})")
         if wants == "plant" and event.target not in (None, "plant"):
             raise FieldError(("events", e, "target"), f"'{event.kind}' acts on the plant; leave out 'target'")
+    if scenario.network is not None:
+        name = scenario.network.scale_out
+        outs = sorted(n for n, f in catalog.fabrics.items() if f.scope == "scale-out")
+        if name not in outs:
+            raise FieldError(("network", "scale_out"), f"unknown scale-out fabric '{name}' (known: {_known(outs)})")
     step = scenario.time.step
     for group in GROUPS:
         interval = getattr(scenario.record, group)

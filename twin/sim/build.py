@@ -73,6 +73,8 @@ class System:
     hall_names: list[str]
     row_names: list[str]
     extra: dict = field(default_factory=dict)
+    #: Scale-up fabric joining each device to the others of its domain (``rack_system``); "" if none.
+    device_fabric: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))
 
     @property
     def shelf_members(self) -> list[np.ndarray]:
@@ -133,6 +135,8 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
             for spec in row.racks:
                 slots = expand_racks(spec, catalog)
                 family = cdu_index[spec.cdu] if spec.cdu else [0]
+                domain_fabric = (catalog.systems[spec.template].fabric if spec.template in catalog.systems
+                                 else catalog.racks[spec.template].fabric)
                 for j, slot in enumerate(slots):
                     tpl = catalog.racks[slot.template]
                     flow = spec.coolant_flow if spec.coolant_flow is not None else tpl.coolant_flow.si
@@ -175,6 +179,7 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
                                     devices.append(dict(
                                         name=f"{sled_id}/{chip_name}-{j}", kind=chip_name,
                                         sled=len(sleds) - 1, rack=r,
+                                        fabric=domain_fabric.get(chip_name, ""),
                                     ))
                             slot_no += 1
 
@@ -233,4 +238,5 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
         cdu_design_flow=np.array([volume_to_mass_flow_water(t.design_flow.si) for t in cdu_tpl]),
         cdu_pump_power=np.array([t.pump_power.si for t in cdu_tpl]),
         groups=groups, hall_names=hall_names, row_names=row_names,
+        device_fabric=col(devices, "fabric", object),
     )

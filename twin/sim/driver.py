@@ -101,6 +101,13 @@ class Simulation:
         except FieldError as exc:
             raise loaded.locate(exc) from None
         self.jobs = self.workload.jobs
+        self.network = None  # scale-out switches and optics outside the racks (scenario `network:`)
+        self.p_network = 0.0
+        if sc.network is not None:
+            from twin.network.cluster import ScaleOutNetwork
+
+            self.network = ScaleOutNetwork.build(self.system, loaded.catalog, sc.network.scale_out)
+            self.p_network = self.network.power
         self.n_sub = self.workload.n_sub
         self.h_w = self.workload.h_w
         self.h = sc.time.step
@@ -398,10 +405,11 @@ class Simulation:
         if self.plant is not None:
             for _ in range(2):
                 q_cdu, q_air = self._fluxes()
+                q_air += self.p_network
                 m = np.bincount(sy.rack_cdu, weights=sy.rack_sum(self.m_coolant), minlength=sy.cdu_name.size)
                 self.plant.initialise(q_cdu, q_air, t=0.0, secondary_flow=m)
                 p_dc = sy.rack_sum(sy.sled_sum(self._device_power(u0)) + sy.sled_overhead + self.fan_power)
-                self._plant_inputs = np.concatenate([q_cdu, m, [q_air, float(p_dc.sum())]])
+                self._plant_inputs = np.concatenate([q_cdu, m, [q_air, float(p_dc.sum()) + self.p_network]])
                 self._boundaries()
                 self._settle(u0, STEADY_ITERATIONS)
         self.totals.stored_start = self._stored_heat()
@@ -467,13 +475,13 @@ class Simulation:
             cdu_return = np.where(cdu_flow > 0, self.cdu_supply + cdu_q / (cdu_flow * CP_WATER), np.nan)
         p_pump = pump_power(cdu_flow, sy.cdu_design_flow, sy.cdu_pump_power)  # affinity law
 
-        p_it_sub = p_ac_sub.sum(axis=1)
+        p_it_sub = p_ac_sub.sum(axis=1) + self.p_network  # network racks: air-cooled, heat to the room
         p_it = float(mean(p_it_sub))
         cdu_supply_used = self.cdu_supply
         cold_aisle_used = self.t_cold_aisle
         ps = None
         if self.plant is not None:
-            ps = self._plant_step(cdu_return, cdu_flow, float(q_air.sum()), p_it)
+            ps = self._plant_step(cdu_return, cdu_flow, float(q_air.sum()) + self.p_network, p_it)
             p_pump = ps.p_pump
             p_cooling = float(ps.p_cooling)
         else:
@@ -512,6 +520,7 @@ class Simulation:
         st.facility_p_cooling = np.array([p_cooling])
         st.facility_p_facility = (p_it_sub + fac_over_it)[:, None]
         st.facility_p_loss = np.array([p_loss_total])
+        st.facility_p_network = np.array([self.p_network])
         st.facility_t_cold_aisle = np.array([cold_aisle_used])
         st.cdu_t_supply, st.cdu_t_return, st.cdu_flow = cdu_supply_used, cdu_return, cdu_flow
         st.cdu_p_pump, st.cdu_q = p_pump, cdu_q
@@ -565,7 +574,7 @@ class Simulation:
         tot.e_ac += p_it * h
         tot.e_loss += loss.sum() * h
         tot.e_liquid += q_liq.sum() * h
-        tot.e_air += q_air.sum() * h
+        tot.e_air += (q_air.sum() + self.p_network) * h
         tot.e_cooling += p_cooling * h
         tot.e_facility += p_facility * h
         tot.p_facility_peak = max(tot.p_facility_peak, float(p_it_sub.max()) + fac_over_it)

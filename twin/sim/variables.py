@@ -13,6 +13,7 @@ VARIABLES: dict[str, dict[str, tuple[str, str]]] = {
         "p_facility": ("W", "facility power (IT + cooling)"),
         "p_cooling": ("W", "cooling power (modelled components: CDU pumps)"),
         "p_loss": ("W", "power-delivery losses (power shelves)"),
+        "p_network": ("W", "scale-out network switches and optics outside the racks (part of p_it)"),
         "pue": ("1", "power usage effectiveness p_facility / p_it"),
         "t_facility_supply": ("degC", "facility water supply temperature"),
         "t_cold_aisle": ("degC", "cold-aisle air temperature"),
@@ -68,7 +69,7 @@ VARIABLES: dict[str, dict[str, tuple[str, str]]] = {
         "throughput": ("s-1", "progress per second (inference: output tokens per second)"),
         "tokens": ("1", "tokens processed, cumulative"),
         "p": ("W", "device power attributed to the job"),
-        "state": ("1", "0 queued, 1 running, 2 checkpoint, 3 restarting, 4 done"),
+        "state": ("1", "0 queued, 1 running, 2 checkpoint, 3 restarting, 4 done, 5 unplaceable"),
     },
 }
 
