@@ -82,3 +82,18 @@ def test_fields_option_prints_the_reference():
     result = CliRunner().invoke(app, ["catalog", "--fields", "--kind", "fabrics"])
     assert result.exit_code == 0
     assert "| `latency` | time [s] | yes |" in result.stdout
+
+
+def test_scenario_option_shows_the_merged_entry(tmp_path):
+    from tests.conftest import write_scenario
+
+    path = write_scenario(tmp_path, {
+        "name": "t", "time": {"duration": "10 s"},
+        "halls": [{"name": "h", "rows": [{"name": "r", "racks": [{"name": "k", "template": "trn4-mgx-nvl72"}]}]}],
+        "catalog": {"chips": {"trn4": {"tdp": {"value": "1.6 kW", "source": "estimate: low end"}}}},
+    })
+    result = CliRunner().invoke(app, ["catalog", "trn4", "--yaml", "--scenario", str(path)])
+    assert result.exit_code == 0, result.output
+    entry = yaml.safe_load(result.stdout)["chips"]["trn4"]
+    assert entry["tdp"] == {"value": "1.6 kW", "source": "estimate: low end"}
+    assert entry["p_idle"] == load_catalog().chips["trn4"].p_idle.model_dump(exclude_none=True)
