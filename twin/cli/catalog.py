@@ -60,7 +60,9 @@ FIGURES = {
         f"{_si(e.port_speed.si * 8, 'bit/s')} ports" if e.port_speed else "",
         f"{_si(e.latency.si, 's')} per step",
         f"domain {e.domain_size.value}" if e.domain_size else "",
-        f"radix {e.switch_radix.value}, {_si(e.switch_power.si, 'W')} per switch" if e.switch_radix else "") if x),
+        f"switch chip {e.switch_chip} ({_si(cat.chips[e.switch_chip].tdp.si, 'W')})" if e.switch_chip else "",
+        f"radix {e.switch_radix.value}, {_si(e.switch_power.si, 'W')} per switch, {_si(e.optics_power.si, 'W')} "
+        "per transceiver" if e.switch_radix else "") if x),
     "cdus": lambda cat, n, e: f"{_si(e.capacity.si, 'W')}, {_flow(e.design_flow.si)}, approach {e.approach.si:g} K",
     "dry_coolers": lambda cat, n, e: f"{_si(e.capacity.si, 'W')}, approach {e.approach.si:g} K, fans {_si(e.fan_power.si, 'W')}",
     "cooling_towers": lambda cat, n, e: f"{_si(e.capacity.si, 'W')}, approach {e.approach.si:g} K, fans {_si(e.fan_power.si, 'W')}",
