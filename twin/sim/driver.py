@@ -36,6 +36,7 @@ from twin.scenario.model import GROUPS
 from twin.sim.build import System, build_system
 from twin.sim.events import EventQueue, cdu_targets, rack_targets
 from twin.sim.recorder import Recorder
+from twin.sim.threads import blas_threads, limited_blas
 from twin.sim.variables import PLANT_FACILITY_VARIABLES
 from twin.thermal.integrators import INTEGRATORS
 from twin.units import CP_AIR, CP_WATER
@@ -113,6 +114,7 @@ class Simulation:
         self.h = sc.time.step
         self.n_steps = max(1, int(round(sc.time.duration / self.h)))
         self.solver = solver
+        self.blas_threads = blas_threads()  # BLAS threads while stepping (TWIN_BLAS_THREADS)
         self.integrator = INTEGRATORS[solver](self.system.groups, self.h)
         sy = self.system
         self.t_cold_aisle = sc.site.cold_aisle
@@ -608,7 +610,13 @@ class Simulation:
         """Run all steps. ``progress(done_steps, n_steps)`` is called about every 0.2 s of wall time.
 
         An interrupt (Ctrl-C) stops at the end of the current step; what was recorded is kept.
+        BLAS runs on one thread meanwhile unless ``TWIN_BLAS_THREADS`` says otherwise (the
+        step's matrix products are small; see :mod:`twin.sim.threads`).
         """
+        with limited_blas(self.blas_threads):
+            return self._run(progress, pace)
+
+    def _run(self, progress, pace) -> Totals:
         t0 = wallclock.perf_counter()
         last = t0
         try:
