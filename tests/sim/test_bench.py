@@ -73,7 +73,7 @@ def test_bench_from_other_dir_with_decoy_twin_folder(decoy_cwd):
     row = next(line for line in lines if line.startswith("tiny-bench"))
     assert "…" not in proc.stdout
     assert len(row.split()) >= len(header.split()) - 1  # every column present ("CPU (loop)" is two words)
-    assert "0.01 h" in row  # 20 s simulated
+    assert " 20 s " in row  # simulated
     assert "hall-1k" not in proc.stdout  # the working directory's scenarios, not the checkout's
 
 

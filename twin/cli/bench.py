@@ -64,8 +64,12 @@ def format_table(headers: list[str], rows: list[list[str]], left: int = 1) -> st
     return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
 
 
-def _hours(seconds: float) -> str:
-    return f"{seconds / 3600:,.2f} h"
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:g} s"
+    if seconds < 7200:
+        return f"{seconds / 60:g} min"
+    return f"{seconds / 3600:,.4g} h"
 
 
 def _run_one(path: Path, duration: str | None) -> dict:
@@ -137,7 +141,7 @@ def bench(
 
     rows = []
     for r in results:
-        row = [r["scenario"], f"{r['devices']:,}", _hours(r["simulated_s"]),
+        row = [r["scenario"], f"{r['devices']:,}", _duration(r["simulated_s"]),
                f"{r['run_cpu_s']:,.1f} s", f"{r['speed_cpu']:,.0f}×", f"{r['run_s']:,.1f} s",
                f"{r['speed']:,.0f}×", f"{r['peak_rss_MiB']:,.0f} MiB", f"{r['startup_cpu_s']:,.1f} s"]
         if compare is None:
