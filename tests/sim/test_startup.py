@@ -36,3 +36,12 @@ def test_units_without_dask_then_dask_imports():
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "dask"
+
+
+def test_catalogue_read_with_libyaml_is_the_same():
+    import yaml
+
+    from twin.catalog.model import CATALOG_FILE, Catalog, load_catalog
+
+    text = CATALOG_FILE.read_text(encoding="utf-8")
+    assert load_catalog.__wrapped__(CATALOG_FILE) == Catalog.model_validate(yaml.load(text, Loader=yaml.SafeLoader))

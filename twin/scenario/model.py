@@ -312,7 +312,8 @@ class Record(_Strict):
     """Recording interval per group (``off`` to skip a group) and optional variable lists.
 
     An interval must be a whole multiple of the step; one shorter than the step records every
-    step (so ``--step`` can be raised without editing the file).
+    step (so ``--step`` can be raised without editing the file). ``device`` defaults to 10 s,
+    and to ``off`` for systems of more than 10,000 devices (give it to record them).
     """
 
     facility: Duration | Literal["off"] = 1.0

@@ -44,6 +44,9 @@ from twin.workload.engine import Workload
 
 #: Fixed-point iterations on leakage for the initial steady state (converges as β·P_leak·R ≪ 1).
 STEADY_ITERATIONS = 8
+#: Above this many devices, device-level recording is off unless ``record.device`` is given:
+#: accumulating five per-device series every step would cost more than the rest of the step.
+DEVICE_RECORD_LIMIT = 10_000
 #: Upper bound on the workload block: steps × devices values (≈ 16 MB of float64).
 BLOCK_VALUES = 2_000_000
 
@@ -161,6 +164,8 @@ class Simulation:
             iv = getattr(sc.record, group)
             if group == "job" and self.jobs is None:
                 iv = "off"
+            if group == "device" and group not in sc.record.model_fields_set and sy.n_devices > DEVICE_RECORD_LIMIT:
+                iv = "off"  # a large system records devices only when the scenario asks
             # In workload sub-steps; never finer than the workload step.
             intervals[group] = None if iv == "off" else max(1, int(round(iv / self.h_w)))
         sizes = {"facility": 1, "cdu": sy.cdu_name.size, "rack": sy.n_racks,
