@@ -114,18 +114,18 @@ def test_bad_scenario_file_one_line_exit_2(decoy_cwd):
     assert len(lines) == 1 and lines[0].startswith(f"{bad}:") and "time.step" in lines[0], result.output
 
 
-def test_scenario_error_found_in_the_run_process_is_one_line(decoy_cwd):
-    """A job asking for more devices than exist loads but fails when the system is built, in
-    the child process: still one line (not a traceback or an exception's repr), exit code 2."""
-    jobs = [{"kind": "training", "name": "big", "devices": {"kind": "trn3", "count": 100000},
-             "iteration_time": "2 s"}]
-    bad = _tiny(decoy_cwd, "too-big", jobs=jobs)
+def test_scenario_error_found_when_the_system_is_built_is_one_line(decoy_cwd):
+    """A missing weather file passes the schema but fails when the plant is built (in the
+    child process): still one line naming the file and field (not a traceback or an
+    exception's repr), exit code 2."""
+    plant = {"weather": {"kind": "epw", "file": "no-such-weather.epw"}}
+    bad = _tiny(decoy_cwd, "no-weather", plant=plant)
     proc = subprocess.run(_twin_script() + ["bench", str(bad), "--duration", "10 s"], cwd=decoy_cwd,
                           capture_output=True, text=True, timeout=TIMEOUT)
-    assert proc.returncode == 2
+    assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith(f"{bad}:") and "asks for 100000 'trn3' devices" in lines[0]
+    assert lines[0].startswith(f"{bad}:") and "plant.weather" in lines[0] and "no-such-weather" in lines[0]
     assert "ScenarioError" not in proc.stderr and "Traceback" not in proc.stderr
 
 
