@@ -138,8 +138,14 @@ def test_collective_time_nvlink_fusion_vs_efa_by_hand(tmp_path):
         # Measured: iterations over the run at full clock = run time / (compute + collective).
         t_iter = 0.4 * 0.5 + hand
         assert job.progress == pytest.approx(120.0 / t_iter, rel=0.01)  # 1 %: the last partial step
-        tree_fabric = str(sim.jobs.jobs[2].path.fabric)
-        assert tree_fabric == fabric
+        # EFA NICs of the gang's trays carry its collectives only when it crosses domains
+        nics = job.network[sim.system.device_kind[job.network] == "efa"]
+        u_nic = sim.state.device_u[:, nics]
+        assert nics.size == 8 * 4  # 8 trays × 4 EFA
+        if one_rack:
+            assert np.all(u_nic == 0.1) and job.quiet_nics.size == nics.size
+        else:
+            assert u_nic.mean() > 0.2 and job.quiet_nics.size == 0
 
 
 def test_ultracluster_network_power_by_hand_count(ultra):
@@ -193,3 +199,14 @@ def test_unplaceable_and_idle_inference_jobs_warn(tmp_path):
     state = tree["job"]["state"].sel(job="big").values
     assert (state == 5).all()  # unplaceable, in the dataset
     assert "job big can never be placed" in tree.attrs["warnings"]
+
+
+def test_collectives_need_a_scale_up_fabric(tmp_path):
+    from twin.scenario import ScenarioError
+
+    data = {"name": "nofab", "time": {"duration": "30 s"},
+            "halls": [{"name": "h", "rows": [{"name": "r", "racks": [{"name": "k", "template": "trn2-rack"}]}]}],
+            "jobs": [{"kind": "training", "name": "t", "devices": {"kind": "trn2", "count": 16},
+                      "iteration_time": "2 s", "collective_bytes": "1 GB"}]}
+    with pytest.raises(ScenarioError, match=r"jobs\[0\]\.collective_bytes: 'trn2' in rack 'k' has no scale-up fabric"):
+        Simulation(load_scenario(write_scenario(tmp_path, data)))

@@ -61,6 +61,8 @@ class JobState:
     unplaceable: str = ""  # why the gang can never be placed
     path: object = None  # CollectivePath of a placed gang (training with fabric timing)
     t_collective: float = np.nan  # all-reduce (+ all-to-all) time per iteration on its fabrics [s]
+    #: scale-out NICs of a gang inside one scale-up domain: its collectives do not cross them
+    quiet_nics: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def all_devices(self) -> np.ndarray:
@@ -107,6 +109,8 @@ class JobSet:
             if job.unplaceable:
                 job.state = UNPLACEABLE
                 continue
+            if self._fabric_timed(job):
+                self._check_fabrics(job)
             if isinstance(job.spec, InferenceJob):
                 if need % job.spec.replica_size:
                     raise FieldError(("jobs", job.index, "replica_size"),
@@ -150,8 +154,13 @@ class JobSet:
         if pick is None:
             return False
         job.devices = free[pick]
-        if isinstance(job.spec, TrainingJob) and (job.spec.collective_bytes or job.spec.all_to_all_bytes):
-            self._fabric_timing(job)
+        if self._fabric_timed(job):
+            from twin.network.paths import PathError, collective_path
+
+            try:
+                job.path = collective_path(self.system, self.catalog, job.devices, self.scale_out)
+            except PathError:
+                return False  # e.g. a span over sleds without scale-out NICs: wait for a better spot
         sleds = np.unique(sy.device_sled[job.devices])
         in_sleds = np.isin(sy.device_sled, sleds) & (self.owner < 0)
         in_sleds[job.devices] = False
@@ -159,6 +168,8 @@ class JobSet:
         job.hosts = (np.flatnonzero(in_sleds & (self.role == "cpu"))
                      if isinstance(job.spec, (TrainingJob, InferenceJob)) else np.zeros(0, np.int64))
         self.owner[job.all_devices] = job.index
+        if self._fabric_timed(job):
+            self._fabric_timing(job)
         smoothing = getattr(job.spec, "smoothing", None)
         if smoothing is not None:
             tdp = sy.chip["tdp"][job.devices]
@@ -168,23 +179,46 @@ class JobSet:
                 self.ramp[job.devices] = smoothing.ramp
         return True
 
+    @staticmethod
+    def _fabric_timed(job: JobState) -> bool:
+        """Training whose collective phases come from the fabrics (``collective_bytes`` or
+        ``all_to_all_bytes``)."""
+        spec = job.spec
+        return isinstance(spec, TrainingJob) and bool(spec.collective_bytes or spec.all_to_all_bytes)
+
+    def _check_fabrics(self, job: JobState) -> None:
+        """Fabric-timed jobs: every candidate has a scale-up fabric, and a gang larger than any
+        domain has a scale-out fabric with NICs on its sleds (raises FieldError)."""
+        from twin.network.paths import PathError, collective_path
+
+        sy, c = self.system, job.candidates
+        none = c[sy.device_fabric[c] == ""] if sy.device_fabric.size else c
+        if none.size:
+            d = none[0]
+            raise FieldError(("jobs", job.index, "collective_bytes" if job.spec.collective_bytes
+                              else "all_to_all_bytes"),
+                             f"'{sy.device_kind[d]}' in rack '{sy.rack_name[sy.device_rack[d]]}' has no "
+                             "scale-up fabric to time collectives on (give its rack or system a `fabric:`)")
+        if job.need > largest_domain(self.domain[c]):
+            try:
+                collective_path(sy, self.catalog, c, self.scale_out)
+            except PathError as exc:
+                raise FieldError(("jobs", job.index, "devices"), str(exc)) from None
+
     def _fabric_timing(self, job: JobState) -> None:
         """Iteration phases of a placed gang from its fabrics: compute for ``iteration_time ×
         compute_share``, then the all-to-all and all-reduce times of its collective path."""
         from twin.network.collectives import allreduce_time, path_all_to_all_time
-        from twin.network.paths import PathError, collective_path
 
         spec = job.spec
-        try:
-            job.path = collective_path(self.system, self.catalog, job.devices, self.scale_out)
-        except PathError as exc:
-            raise FieldError(("jobs", job.index, "devices"), str(exc)) from None
         t_compute = spec.iteration_time * spec.compute_share
         t_a2a = (float(path_all_to_all_time(job.path, spec.all_to_all_bytes)) if spec.all_to_all_bytes
                  else spec.iteration_time * spec.all_to_all_share)
         t_ar = (float(allreduce_time(job.path, spec.collective_bytes, spec.collective_algorithm))
                 if spec.collective_bytes else spec.iteration_time * (1 - spec.compute_share - spec.all_to_all_share))
         job.t_collective = t_a2a + t_ar
+        if job.path.domains == 1:
+            job.quiet_nics = job.network[self.role[job.network] == "nic"]
         job.iteration_time = t_compute + t_a2a + t_ar
         job.compute_share = t_compute / job.iteration_time
         job.all_to_all_share = t_a2a / job.iteration_time
@@ -330,6 +364,9 @@ class JobSet:
             job.paused = bool(paused[-1])
         u[:, job.devices] = u_acc[:, None]
         u[:, job.network] = u_net[:, None]
+        if job.quiet_nics.size:  # collectives stay on the scale-up fabric; NICs carry checkpoints only
+            u[:, job.quiet_nics] = (np.where(paused, 0.3, 0.1) if spec.checkpoint is not None
+                                    else np.full(n, 0.1))[:, None]
         u[:, job.hosts] = spec.host_load
         gained = float(dp.sum())
         if spec.iterations is not None and job.progress + gained >= spec.iterations:
