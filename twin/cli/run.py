@@ -24,7 +24,10 @@ def run(
     solver: Annotated[str, typer.Option(help="Integrator: fast (exact exponential) or reference (solve_ivp).")] = "fast",
     openmetrics: Annotated[Optional[Path], typer.Option(
         "--openmetrics", help="Also write OpenMetrics with timestamps (for promtool tsdb create-blocks-from openmetrics).")] = None,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar on long runs.")] = True,
+    progress: Annotated[Optional[bool], typer.Option(
+        "--progress/--no-progress",
+        help="Progress on long runs: a bar on a terminal; --progress also prints a line every 10 s "
+             "when stderr is not a terminal (default: only on a terminal).")] = None,
 ):
     """Run a scenario and write its dataset; print a summary."""
     from twin.export.dataset import build_tree, run_warnings, summary
@@ -47,7 +50,7 @@ def run(
         fail(str(exc))
     except KeyboardInterrupt:
         fail("interrupted before the run started; nothing written", EXIT_INTERRUPTED)
-    bar = Progress(loaded.scenario.name, sim.h, enabled=progress and err.is_terminal)
+    bar = Progress.choose(loaded.scenario.name, sim.h, progress)
     interrupted = False
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
