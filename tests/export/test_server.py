@@ -240,3 +240,25 @@ def test_signal_stops_cleanly_with_exit_0(tmp_path, signum):
         log = proc.log()
     assert "Traceback" not in log
     assert f"on http://127.0.0.1:{port}/metrics" in log and "stopped at simulated" in log
+
+
+def test_busy_port_is_reported_before_the_simulation_is_built(monkeypatch):
+    """The port is bound right after the scenario is read, so a busy port is one line at once,
+    not after the (possibly long) build of a large simulation."""
+    import importlib
+
+    serve_module = importlib.import_module("twin.cli.serve")  # the module, not the command function
+
+    def never(loaded):
+        raise AssertionError("the simulation was built before the port was checked")
+
+    monkeypatch.setattr(serve_module, "live_simulation", never)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = CliRunner().invoke(app, ["serve", str(QUICK), "--port", str(port)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == [
+        f"twin serve: cannot listen on 127.0.0.1:{port}: address already in use "
+        "(another twin serve or exporter? choose another --port)"]

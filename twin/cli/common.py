@@ -47,24 +47,32 @@ def fail(message: str, code: int = EXIT_BAD_INPUT):
 
 
 def load(scenario: Path, duration=None, step=None, seed=None, record=None):
+    """Load a scenario with the command-line overrides; a bad option is blamed on the option."""
     from twin.scenario import load_scenario
+    from twin.scenario.model import GROUPS
 
-    overrides = {}
+    overrides, options = {}, {}
     if record:
         rec = {}
         for item in record:
             group, sep, interval = item.partition("=")
-            if not sep or not group.strip() or not interval.strip():
+            group, interval = group.strip(), interval.strip()
+            if not sep or not group or not interval:
                 fail(f"--record: expected GROUP=INTERVAL (e.g. device=off, rack=10s), got '{item}'")
-            rec[group.strip()] = interval.strip()
+            if group not in GROUPS:
+                fail(f"--record: unknown group '{group}' in '{item}' (known: {', '.join(GROUPS)})")
+            rec[group] = interval
+            options[f"record.{group}"] = "--record"
         overrides["record"] = rec
     time_over = {k: v for k, v in (("duration", duration), ("step", step)) if v is not None}
     if time_over:
         overrides["time"] = time_over
+        options.update({f"time.{k}": f"--{k}" for k in time_over})
     if seed is not None:
         overrides["seed"] = seed
+        options["seed"] = "--seed"
     try:
-        return load_scenario(scenario, overrides)
+        return load_scenario(scenario, overrides, options)
     except ScenarioError as exc:
         fail(str(exc))
 

@@ -23,8 +23,8 @@ def report_command(
         import twin
 
         tree = twin.load(result)
-    except ValueError as exc:
-        fail(f"{result}: {exc}")
+    except ValueError:
+        fail(f"{result}: not a twin result (expected the .nc or .zarr written by `twin run` or `twin sweep`)")
     except (OSError, KeyError) as exc:
         fail(f"{result}: not a twin result ({type(exc).__name__}: {exc})".splitlines()[0])
     page = write_report(tree, output)

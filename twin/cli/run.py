@@ -42,7 +42,11 @@ def run(
     try:
         output_format(path)
     except ValueError as exc:
-        fail(f"{path}: {exc}")
+        if output is not None:
+            fail(f"--output: {path}: {exc}")
+        from twin.scenario.errors import FieldError
+
+        fail(str(loaded.locate(FieldError(("output",), f"{path}: {exc}"))))
     stream = ZarrStream(path) if output_format(path) == "zarr" else None
     try:
         sim = Simulation(loaded, solver=solver, sink=stream)

@@ -46,17 +46,25 @@ def sweep_command(
 
         output_format(path)
     except ValueError as exc:
-        fail(f"{path}: {exc}")
+        fail(f"--output: {path}: {exc}" if output is not None else f"{path}: {exc}")
     try:
         checked = check_plan(plan)
     except ScenarioError as exc:
         fail(str(exc))
+    client = None
+    if scheduler:  # connect before saying anything: an unreachable scheduler is one line
+        from twin.sweep.run import dask_client
+
+        try:
+            client = dask_client(scheduler=scheduler)
+        except ScenarioError as exc:
+            fail(str(exc))
     unique = len({v.key for v in plan.variants})
     err.print(f"{sweep}: {len(plan.variants)} variants ({unique} distinct runs) of {plan.base}",
               highlight=False, soft_wrap=True)
     bar = Bar(enabled=progress and err.is_terminal, console=err)
     try:
-        result = run_sweep(plan, path, workers=workers, scheduler=scheduler, progress=bar, checked=checked)
+        result = run_sweep(plan, path, workers=workers, client=client, progress=bar, checked=checked)
     except ScenarioError as exc:
         bar.close()
         fail(str(exc))
@@ -66,6 +74,8 @@ def sweep_command(
               "and are not run again by the same command", EXIT_INTERRUPTED)
     finally:
         bar.close()
+        if client is not None:
+            client.close()
     from rich.console import Console
 
     # As wide as the table needs (rich tables do not stretch beyond their content).

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from twin.scenario.errors import ScenarioError
+from twin.scenario.errors import OptionError, ScenarioError
 
 #: Default largest number of template units tried (the scenario's per-entry count limit).
 MAX_UNITS = 100_000
@@ -210,18 +210,18 @@ def setup(scenario: str | Path, template: str, row: str | None = None, cdu: str 
     from twin.scenario.layout import expand_cdus
 
     scenario = Path(scenario)
-    loaded = load_scenario(scenario, {"time": {"duration": duration}} if duration else None)
+    loaded = load_scenario(scenario, {"time": {"duration": duration}} if duration else None,
+                           options={"time.duration": "--duration"})
     sc, cat = loaded.scenario, loaded.catalog
-    name = str(scenario)
     if template not in cat.templates():
-        raise ScenarioError(f"--rack: unknown template '{template}' (known: {', '.join(cat.templates())})", file=name)
+        raise OptionError("--rack", f"unknown template '{template}' (known: {', '.join(cat.templates())})")
     rows = [(h, r, rw) for h, hall in enumerate(sc.halls) for r, rw in enumerate(hall.rows)]
     if row is None:
         h, r, row_spec = rows[0]
     else:
         found = [x for x in rows if x[2].name == row]
         if not found:
-            raise ScenarioError(f"--row: unknown row '{row}' (known: {', '.join(x[2].name for x in rows)})", file=name)
+            raise OptionError("--row", f"unknown row '{row}' (known: {', '.join(x[2].name for x in rows)})")
         h, r, row_spec = found[0]
     members = cat.systems[template].racks if template in cat.systems else [template]
     unit_flow = sum(cat.racks[m].coolant_flow.si for m in members)
@@ -232,7 +232,7 @@ def setup(scenario: str | Path, template: str, row: str | None = None, cdu: str 
     if cdu is not None:
         if cdu not in cdu_names:
             known = ", ".join(sorted(cdu_names)) or "none defined"
-            raise ScenarioError(f"--cdu: unknown CDU '{cdu}' (known: {known})", file=name)
+            raise OptionError("--cdu", f"unknown CDU '{cdu}' (known: {known})")
         return _Setup(scenario, data, h, r, row_spec.name, template, len(members), cdu, None, 1,
                       rack_entry, duration)
     # A new CDU family like the row's CDU (or the first CDU, or the default one).

@@ -188,7 +188,13 @@ def dask_client(workers: int | None = None, scheduler: str | None = None, n_task
     from distributed import Client, LocalCluster
 
     if scheduler:
-        return Client(scheduler)
+        from twin.scenario.errors import OptionError
+
+        try:
+            return Client(scheduler)
+        except (OSError, ValueError, TypeError) as exc:  # unreachable, refused or malformed
+            why = " ".join(str(exc).split()) or type(exc).__name__
+            raise OptionError("--scheduler", f"cannot connect to '{scheduler}': {why}") from None
     n = workers or min(os.cpu_count() or 1, max(n_tasks, 1))
 
     @contextlib.contextmanager
