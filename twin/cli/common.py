@@ -16,11 +16,27 @@ from twin.scenario.errors import ScenarioError
 UNWRAPPED = 100_000
 
 
+def duration_text(seconds: float) -> str:
+    """A duration as people write it: ``90 s``, ``20 min``, ``25 h``, ``2.5 h``, ``365 d``: the
+    largest unit that gives a whole number, or at least two of it."""
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        value = seconds / size
+        whole = abs(value - round(value)) < 1e-9
+        if value >= 1 and (whole or value >= 2):
+            return f"{value:,.0f} {unit}" if whole else f"{value:,.2f}".rstrip("0").rstrip(".") + f" {unit}"
+    return f"{seconds:g} s"
+
+
 class _Console(Console):
     """A rich console that wraps only on a terminal; plain text (no markup, no highlighting)."""
 
     def __init__(self, **kwargs):
-        super().__init__(markup=False, highlight=False, soft_wrap=True, **kwargs)
+        super().__init__(markup=False, highlight=False, **kwargs)
+
+    def print(self, *objects, **kwargs):
+        if all(isinstance(o, str) for o in objects):  # a line of text: never broken by rich
+            kwargs.setdefault("soft_wrap", True)
+        super().print(*objects, **kwargs)
 
     @property
     def size(self) -> ConsoleDimensions:

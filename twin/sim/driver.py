@@ -151,6 +151,8 @@ class Simulation:
         self.clock = np.ones(sy.n_devices)
         self.tripped = np.zeros(sy.n_devices, dtype=bool)
         self.ever_throttled = np.zeros(sy.n_devices, dtype=bool)
+        self.ever_used = np.zeros(sy.n_devices, dtype=bool)  # demanded utilisation ever above 0
+        self.t_die_peak = np.full(sy.n_devices, -np.inf)  # highest die temperature of each device [degC]
         self.T = [np.zeros((g.sleds.size, g.m)) for g in sy.groups]
         self.t_die = np.full(sy.n_devices, 0.0)
         self.state = SimpleNamespace()
@@ -586,6 +588,7 @@ class Simulation:
         tot.e_facility += p_facility * h
         tot.p_facility_peak = max(tot.p_facility_peak, float(p_it_sub.max()) + fac_over_it)
         tot.p_rack_peak = max(tot.p_rack_peak, float(p_ac_sub.max()))
+        np.maximum(self.t_die_peak, self.t_die, out=self.t_die_peak)
         tot.t_die_max = max(tot.t_die_max, self.t_die.max())
         n_thr = throttled.sum()
         tot.throttled_device_seconds += n_thr * h
@@ -632,6 +635,7 @@ class Simulation:
                     self._apply_flows()
                 tw = wallclock.perf_counter()
                 u, repair = self.workload.demand(self.time, self.clock, self.tripped, self.t_die)
+                self.ever_used |= u.max(axis=0) > 0
                 self.timing["workload"] += wallclock.perf_counter() - tw
                 if repair is not None and repair.size:
                     self.tripped[repair] = False

@@ -1,7 +1,8 @@
 """The recorded variables: one name per quantity (DESIGN.md names table), units and meaning.
 
 Every recorded value is the mean over its recording interval (powers and temperatures alike), so
-interval energies are exact; ``pue`` is the ratio of the interval-mean powers.
+interval energies are exact; ``pue`` is the ratio of the interval-mean powers; a job's ``state``
+is the state at the end of the interval.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ VARIABLES: dict[str, dict[str, tuple[str, str]]] = {
         "throughput": ("s-1", "progress per second (inference: output tokens per second)"),
         "tokens": ("1", "tokens processed, cumulative"),
         "p": ("W", "device power attributed to the job"),
-        "state": ("1", "0 queued, 1 running, 2 checkpoint, 3 restarting, 4 done, 5 unplaceable"),
+        "state": ("1", "state at the end of the interval: 0 queued, 1 running, 2 checkpoint, 3 restarting, 4 done, 5 unplaceable"),
     },
 }
 

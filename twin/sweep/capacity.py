@@ -60,6 +60,7 @@ class Probe:
     throttled_share: float = math.nan  # [1]
     capped_share: float = math.nan  # [1]
     tripped: int = 0
+    idle_racks: int = 0  # racks no workload rule or job selects
     error: str = ""
     wall: float = 0.0  # [s]
     violated: tuple[str, ...] = ()
@@ -105,6 +106,7 @@ def run_probe(base: str, overrides: dict, n: int) -> dict:
     """Run the scenario with ``overrides`` and return the probe's measures (plain data)."""
     import numpy as np
 
+    from twin.report.diagnostics import unselected_racks
     from twin.scenario import load_scenario
     from twin.sim.driver import Simulation
     from twin.sweep.run import tune_malloc
@@ -136,6 +138,7 @@ def run_probe(base: str, overrides: dict, n: int) -> dict:
         "throttled_share": float(tot.throttled_device_seconds / (sy.n_devices * seconds)) if seconds else 0.0,
         "capped_share": float(sim.capped_rack_seconds / (sy.n_racks * seconds)) if seconds else 0.0,
         "tripped": int(tot.devices_tripped),
+        "idle_racks": len(unselected_racks(sim)),
         "wall": time.perf_counter() - t0,
     }
 
@@ -404,6 +407,9 @@ def capacity_search(scenario: str | Path, template: str, budget_power: float, bu
     if above:
         notes.append(f"not monotone: {min(above)} units also fit although {hi} do not; "
                      "the answer is the largest N below the first that does not fit")
+    if 0 in probes and any(p.idle_racks > probes[0].idle_racks for n, p in probes.items() if n > 0 and not p.error):
+        notes.append("the added racks are selected by no workload rule or job (rules that name racks "
+                     "do not reach them): they stay idle, so only their idle power counts")
     binding = probes[hi].violated if hi is not None else ()
     if hi is None:
         notes.append(f"no constraint binds up to {max_units} units (--max-units)")
