@@ -27,4 +27,4 @@ def test_validate_in_a_deep_path_prints_one_line(tmp_path):
     assert proc.stderr == ""
     lines = proc.stdout.splitlines()
     assert len(lines) == 1, proc.stdout
-    assert lines[0] == (f"{scenario}: ok — 2 racks, 38 sleds, 290 devices, 7200 s at 1 s steps")
+    assert lines[0] == (f"{scenario}: ok — 2 racks, 38 sleds, 290 devices, 2 h at 1 s steps")
