@@ -26,8 +26,11 @@ def validate(scenario: Annotated[Path, typer.Argument(help="Scenario YAML file."
         if loaded.scenario.plant is not None:  # templates and weather files
             from twin.cooling.facility import Plant
 
-            Plant(loaded.scenario.plant, loaded.catalog, list(system.cdu_template), system.cdu_setpoint,
-                  np.ones(system.cdu_name.size), loaded.scenario.time.step, base_dir=loaded.base)
+            plant = Plant(loaded.scenario.plant, loaded.catalog, list(system.cdu_template), system.cdu_setpoint,
+                          np.ones(system.cdu_name.size), loaded.scenario.time.step, base_dir=loaded.base)
+            why = plant.weather.span_error(loaded.scenario.time.duration)
+            if why is not None:
+                raise FieldError(("plant", "weather", "file"), why)
     except FieldError as exc:
         fail(str(loaded.locate(exc)))
     sc = loaded.scenario

@@ -201,6 +201,9 @@ class Simulation:
         try:
             self.plant = Plant(sc.plant, cat, list(sy.cdu_template), sy.cdu_setpoint, design_flow,
                                self.h * self.plant_every, start_day_of_year=day, base_dir=loaded.base)
+            why = self.plant.weather.span_error(sc.time.duration)  # before the run, not at its end
+            if why is not None:
+                raise FieldError(("plant", "weather", "file"), why)
         except FieldError as exc:
             raise loaded.locate(exc) from None
         ups = cat.ups[sc.plant.ups.template]
