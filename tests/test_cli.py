@@ -118,3 +118,11 @@ def test_validate_ok():
     result = CliRunner().invoke(app, ["validate", str(SCENARIOS / "quickstart.yaml")])
     assert result.exit_code == 0
     assert "ok — 2 racks, 38 sleds, 290 devices" in result.stdout
+
+
+def test_readme_names_every_bundled_scenario():
+    """The README's table of bundled scenarios lists every file under scenarios/."""
+    table = README.split("Bundled scenarios", 1)[1].split("\n\n")[1]
+    named = set(re.findall(r"`([\w./-]+\.yaml)`", table))
+    files = {str(p.relative_to(SCENARIOS)) for p in SCENARIOS.rglob("*.yaml")}
+    assert files == named, (files - named, named - files)

@@ -107,3 +107,25 @@ def test_version():
 
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0 and result.stdout == f"twin {twin.__version__}\n"
+
+
+def test_a_missing_extra_is_one_line_naming_it(tmp_path, monkeypatch):
+    """Dask, matplotlib and pyarrow are extras (twin[sweep], twin[report], twin[parquet]): used
+    without them, a command says which extra to install, in one line, exit code 2."""
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    result = runner.invoke(app, ["run", Q, "--duration", "2 min", "-o", "q.nc"])
+    assert result.exit_code == 0, result.output
+    for module in ("matplotlib", "matplotlib.pyplot", "distributed"):
+        monkeypatch.setitem(sys.modules, module, None)  # import fails as if not installed
+    cases = [(["report", "q.nc", "-o", "r"], "twin report needs matplotlib, which is not installed: "
+                                             "pip install 'twin[report]'"),
+             (["sweep", SWEEP, "--workers", "1", "--duration", "1 h", "-o", "s.zarr"],
+              "running on Dask (twin sweep, twin capacity --workers/--scheduler) needs distributed, "
+              "which is not installed: pip install 'twin[sweep]'")]
+    for argv, line in cases:
+        result = runner.invoke(app, argv)
+        assert result.exit_code == 2 and result.stderr.splitlines()[-1:] == [line], result.output
+        assert len(result.stderr.splitlines()) == 1, result.stderr

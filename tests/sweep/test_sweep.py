@@ -186,6 +186,7 @@ def test_extended_sweep_runs_only_new_variants_and_cli(tmp_path):
     assert twin.kpis(out)["status"].tolist() == ["ok", "ok", "ok", "error"]
 
 
+@pytest.mark.slow
 def test_bundled_facility_water_sweep_runs(tmp_path):
     """scenarios/sweep-facility-water.yaml: 5 facility-water setpoints × 3 climates (the plant's
     EPW weather), every variant runs (here for 6 hourly steps, in this process)."""

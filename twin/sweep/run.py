@@ -184,6 +184,9 @@ def dask_client(workers: int | None = None, scheduler: str | None = None, n_task
     """
     import contextlib
 
+    from twin.extras import require
+
+    require("distributed", "sweep", "running on Dask (twin sweep, twin capacity --workers/--scheduler)")
     import dask
     from distributed import Client, LocalCluster
 

@@ -90,7 +90,13 @@ class Replay:
         import pandas as pd  # only for replay files: pandas costs ~0.5 s of start-up
 
         try:
-            table = pd.read_parquet(path) if path.suffix in (".parquet", ".pq") else pd.read_csv(path)
+            if path.suffix in (".parquet", ".pq"):
+                from twin.extras import require
+
+                require("pyarrow", "parquet", "reading Parquet files")
+                table = pd.read_parquet(path)
+            else:
+                table = pd.read_csv(path)
         except Exception as exc:
             raise FieldError(where, f"cannot read replay file {path}: {exc}") from None
         missing = {"time", "device", "u"} - set(table.columns)
