@@ -9,7 +9,6 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 from typer.testing import CliRunner
@@ -70,21 +69,29 @@ def test_run_writes_both_formats(tmp_path, suffix):
 
 
 def test_interrupt_keeps_what_was_recorded(tmp_path):
-    """SIGINT mid-run: exit 130 and a readable file holding the completed part."""
+    """SIGINT mid-run: exit 130 and a readable file holding the completed part. The signal is sent
+    once the run reports progress (--progress prints plain lines when stderr is a pipe), not after
+    a fixed sleep, so a slow start-up on a loaded machine cannot make it arrive too early."""
     out = tmp_path / "long.nc"
     proc = subprocess.Popen(
         [sys.executable, "-m", "twin", "run", str(SCENARIOS / "quickstart.yaml"), "--duration", "1 d",
-         "-o", str(out), "--no-progress"],
+         "-o", str(out), "--progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(5)
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=120)
+    try:
+        first = proc.stderr.readline()  # blocks until the first progress line (or the end)
+        assert re.match(r"quickstart: [\d,]+ s of 86,400 s simulated \(\d+%\), [\d,]+× real time$",
+                        first.strip()), first
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=600)
+    finally:
+        proc.kill()
     assert proc.returncode == 130, stderr
     assert "interrupted at" in stderr and "Traceback" not in stderr
     tree = twin.load(out)
     n = tree["facility"].sizes["time"]
     assert 0 < n < 86400
     assert tree.attrs["interrupted"] == 1
+    assert "(interrupted)" in stdout
 
 
 def test_schema_is_json_schema():
@@ -111,3 +118,11 @@ def test_validate_ok():
     result = CliRunner().invoke(app, ["validate", str(SCENARIOS / "quickstart.yaml")])
     assert result.exit_code == 0
     assert "ok — 2 racks, 38 sleds, 290 devices" in result.stdout
+
+
+def test_readme_names_every_bundled_scenario():
+    """The README's table of bundled scenarios lists every file under scenarios/."""
+    table = README.split("Bundled scenarios", 1)[1].split("\n\n")[1]
+    named = set(re.findall(r"`([\w./-]+\.yaml)`", table))
+    files = {str(p.relative_to(SCENARIOS)) for p in SCENARIOS.rglob("*.yaml")}
+    assert files == named, (files - named, named - files)

@@ -8,6 +8,7 @@ other quantity in its SI base unit. Nothing inside the step loop touches pint.
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Annotated
 
 #: Dimension name → (pint dimensionality, unit the SI float is stored in, UDUNITS label).
@@ -27,7 +28,7 @@ DIMENSIONS: dict[str, tuple[str, str, str]] = {
     "volume": ("[length] ** 3", "m**3", "m3"),
     "pressure": ("[pressure]", "Pa", "Pa"),
     "flops": ("1 / [time]", "1/s", "s-1"),
-    "bytes": ("[]", "", "byte"),
+    "bytes": ("[]", "byte", "byte"),
     "bandwidth": ("1 / [time]", "1/s", "byte s-1"),
     "dimensionless": ("[]", "", "1"),
     "rate": ("1 / [time]", "1/s", "s-1"),
@@ -37,14 +38,35 @@ DIMENSIONS: dict[str, tuple[str, str, str]] = {
 
 
 
+def _import_pint():
+    """Import pint without its optional dask integration.
+
+    pint imports dask at import time whenever dask is installed (to let dask arrays of
+    quantities work); twin never hands pint a dask array, and that import is ~0.3 s of every
+    command's start-up. Marking dask as absent while pint loads skips it; a dask imported
+    before (a sweep worker) is left alone, and dask imports normally afterwards.
+    """
+    if "dask" in sys.modules:
+        import pint
+
+        return pint
+    sys.modules["dask"] = None  # find_spec("dask") is None while pint.compat loads
+    try:
+        import pint
+    finally:
+        if sys.modules.get("dask", 0) is None:
+            del sys.modules["dask"]
+    return pint
+
+
 @functools.cache
 def registry():
     """The one pint registry, built on first use: importing pint and building the registry
     costs about half a second, which modules that only need the constants below never pay."""
-    import pint
-
+    pint = _import_pint()
     reg = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)
     reg.define("byte = [] = B")
+    reg.define("bit = byte / 8")  # pint's own bit is dimensionless 1, which would make 1 bit = 1 byte
     reg.define("FLOP = [] = flop")
     reg.define("USD = [] ")
     reg.define("EUR = [] ")
@@ -109,7 +131,7 @@ def parse_quantity(text: str | float | int, dimension: str) -> float:
             f"'{_example_unit(dimension)}', got '{q.units:~}')"
         )
     if dim == "[]":
-        return float(q.to("dimensionless").magnitude)
+        return float(q.to(unit or "dimensionless").magnitude)
     return float(q.to(unit).magnitude)
 
 
@@ -162,6 +184,7 @@ FIELD_EXAMPLES = {
     "power_rate": "200 W/s",
     "rate": "2.5 1/s",
     "volume": "10 m**3",
+    "bytes": "2 GB",
 }
 
 

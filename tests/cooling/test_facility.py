@@ -222,6 +222,7 @@ def test_anti_windup_no_memory_of_saturation():
 # --------------------------------------------------------------------------------------------
 # Climates
 # --------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_annual_pue_orders_climates():
     """Same hall (1 MW IT, 90 % to liquid, W32 facility water at 32 degC, dry coolers with an
     air-cooled trim chiller, CRAHs on 20 degC chilled water) for a typical year at hourly steps

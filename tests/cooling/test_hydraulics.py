@@ -151,3 +151,26 @@ def test_loop_pump_trip_and_minimum_speed():
     assert low["dp_racks"][0] > 2e3
     none = loop(np.array([k_rack]), np.array([0]), 1, np.array([0]), 100e3, k_path)
     assert none["flow"][0] == 0.0 and none["power"][0] == 0.0
+
+
+@pytest.mark.parametrize("n_pumps", [1, 2])
+def test_loop_operating_point_agrees_with_a_nonlinear_solver(n_pumps):
+    """Second solver: scipy.optimize.fsolve on the loop's equations written out in full
+    (pump curve = path + racks, equal pressure across the racks, flows add up), for three racks
+    of different resistance; agreement to 1e-8 relative (fsolve's xtol)."""
+    from scipy.optimize import fsolve
+
+    k = resistance(QD / 3, 100e3) * np.array([0.7, 1.0, 1.6])
+    k_path = resistance(2 * QD, PD - 100e3)
+    op = loop(k, np.zeros(3, dtype=int), 1, np.array([n_pumps]), 100e3, k_path)
+    s = op["speed"][0]
+
+    def equations(x):
+        q1, q2, q3, dp_r = x
+        q = q1 + q2 + q3
+        return [pump_pressure(q, s, P0, A, n_pumps) - k_path * q * q - dp_r,
+                k[0] * q1 * q1 - dp_r, k[1] * q2 * q2 - dp_r, k[2] * q3 * q3 - dp_r]
+
+    sol = fsolve(equations, [QD / 3, QD / 3, QD / 3, 1e5], xtol=1e-12)
+    assert op["rack_flow"] == pytest.approx(sol[:3], rel=1e-8)
+    assert op["dp_racks"][0] == pytest.approx(sol[3], rel=1e-8)

@@ -51,6 +51,7 @@ def climates():
     return out
 
 
+@pytest.mark.slow
 def test_annual_pue_and_chiller_hours_follow_the_climate(climates):
     pue = {c: k["pue"] for c, k in climates.items()}
     hours = {c: k["chiller_hours"] for c, k in climates.items()}
@@ -97,6 +98,7 @@ def test_garbled_epw_is_one_line_exit_2(tmp_path, damage, message):
     assert not (tmp_path / "x.nc").exists()
 
 
+@pytest.mark.slow
 def test_multi_rate_plant_agrees_with_every_step():
     """The plant updated every 10 or 60 thermal steps (on block means) gives the same PUE as
     updating every step within 0.05 % over 3 hours of Leesburg weather, and energy still closes."""
@@ -114,6 +116,7 @@ def test_multi_rate_plant_agrees_with_every_step():
         assert pue(step) == pytest.approx(reference, rel=5e-4)
 
 
+@pytest.mark.slow
 def test_utility_outage_rides_on_the_battery_until_it_is_empty():
     """A utility outage: IT draws the UPS battery down by its UPS input power (by hand: Σ of the
     step's UPS input × step); an outage longer than the battery lasts trips everything."""

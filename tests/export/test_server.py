@@ -64,46 +64,60 @@ def test_parse_speed():
 
 
 def test_pacing_follows_wall_clock_times_speed():
-    run = _live(speed=200.0)
-    t0 = time.monotonic()
+    """Never ahead of wall clock × speed, and any shortfall is the lag the run reports (no
+    wall-clock tolerance: on a loaded machine the run may fall behind, but it must say so)."""
+    speed, step = 200.0, 1.0
+    run = _live(speed=speed)
     run.start()
+    base = run._schedule[1]  # the wall time at which simulated t = 0 was due
+    checked = 0
     try:
-        time.sleep(1.0)
-        sim_time, wall = run.current[0].time, time.monotonic() - t0
+        while checked < 20 or run.current[0].time < 100:
+            now = time.monotonic()
+            lag = run.lag_seconds()  # read before the simulated time: that time is then ≥ the one lag saw
+            sim_time = run.current[0].time
+            after = time.monotonic()
+            assert sim_time <= speed * (after - base) + step, (sim_time, after - base)  # never ahead
+            assert sim_time >= speed * (now - base - lag) - step, (sim_time, now - base, lag)
+            checked += 1
+            assert after - base < 240, "the run did not reach 100 simulated seconds in 4 minutes"
+            time.sleep(0.05)
     finally:
         run.stop()
-        run.join(5)
-    # 200 s per wall second, to within a step (1 s) plus thread start-up jitter (~50 ms × 200).
-    assert abs(sim_time - 200.0 * wall) <= 12.0, (sim_time, wall)
-    assert run.lag_seconds() == 0.0 and run.error is None
+        run.join(60)
+    assert run.error is None
 
 
 def test_lag_grows_when_the_simulation_cannot_keep_pace():
     run = _live(speed=1e6)  # a million times real time: impossible, so the run falls behind
     run.start()
     try:
-        wait_until(lambda: run.lag_seconds() > 0.05, 5, "a positive lag")
+        wait_until(lambda: run.lag_seconds() > 0.05, 120, "a positive lag")
     finally:
         run.stop()
-        run.join(5)
+        run.join(60)
 
 
 def test_loop_restarts_and_counters_stay_monotonic():
+    from prometheus_client import generate_latest
+
     run = _live(duration="30 s", speed=None, loop=True)
     registry = make_registry(run)
     run.start()
     seen = []
     try:
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline and run.loops < 3:
-            from prometheus_client import generate_latest
-
+        t0 = time.monotonic()
+        while run.loops < 3:  # a condition, with a generous bound for a loaded machine
+            assert time.monotonic() - t0 < 240 and run.error is None, (run.loops, run.error)
             s = samples(generate_latest(registry).decode())
             seen.append((s["twin_it_energy_joules_total"][0][1],
                          sorted(v for _, v in s["twin_rack_energy_joules_total"])))
+        s = samples(generate_latest(registry).decode())
+        seen.append((s["twin_it_energy_joules_total"][0][1],
+                     sorted(v for _, v in s["twin_rack_energy_joules_total"])))
     finally:
         run.stop()
-        run.join(5)
+        run.join(60)
     assert run.loops >= 3 and run.error is None
     for (it0, racks0), (it1, racks1) in pairwise(seen):
         assert it1 >= it0 and all(b >= a for a, b in zip(racks0, racks1))
@@ -114,7 +128,7 @@ def test_loop_restarts_and_counters_stay_monotonic():
 def test_finished_run_keeps_serving_its_final_state():
     run = _live(duration="20 s", speed=None)
     run.start()
-    run.join(10)
+    run.join(240)
     assert run.finished.is_set() and run.error is None
     assert run.current[0].time == 20.0
     assert "finished" in run.status()
@@ -127,7 +141,8 @@ def test_finished_run_keeps_serving_its_final_state():
 def finished_app():
     run = _live(duration="30 s", speed=None)
     run.start()
-    run.join(10)
+    run.join(240)
+    assert run.finished.is_set()
     return MetricsApp(run, make_registry(run))
 
 
@@ -170,14 +185,14 @@ def test_fifty_concurrent_scrapes_all_succeed():
     run.start()
     web.start()
     try:
-        wait_until(lambda: run.current[0].step_index > 0, 5, "the first step")
+        wait_until(lambda: run.current[0].step_index > 0, 120, "the first step")
         with ThreadPoolExecutor(50) as pool:
             results = list(pool.map(lambda _: http_get(f"http://127.0.0.1:{port}/metrics", timeout=10), range(200)))
     finally:
         run.stop()
         httpd.shutdown()
         httpd.server_close()
-        run.join(5)
+        run.join(60)
     assert [r[0] for r in results] == [200] * 200
     assert all(b"twin_it_power_watts" in r[2] for r in results)
 
@@ -206,7 +221,7 @@ def test_port_in_use_is_one_line_and_exit_2(tmp_path):
         holder.listen()
         port = holder.getsockname()[1]
         with child(twin_serve_args(QUICK, port), tmp_path / "serve.log", env=child_env()) as proc:
-            assert proc.wait(30) == 2
+            assert proc.wait(240) == 2
             out = proc.log().strip().splitlines()
     assert out == [(f"twin serve: cannot listen on 127.0.0.1:{port}: address already in use "
                     "(another twin serve or exporter? choose another --port)")]
@@ -217,11 +232,33 @@ def test_signal_stops_cleanly_with_exit_0(tmp_path, signum):
     port = free_port()
     with child(twin_serve_args(QUICK, port, "--speed", "50"), tmp_path / "serve.log", env=child_env()) as proc:
         url = f"http://127.0.0.1:{port}"
-        wait_until(lambda: http_get(f"{url}/healthz", timeout=2)[0] == 200, 30, "twin serve /healthz", proc=proc)
+        wait_until(lambda: http_get(f"{url}/healthz", timeout=10)[0] == 200, 240, "twin serve /healthz", proc=proc)
         status, _, body = http_get(f"{url}/metrics")
         assert status == 200 and b"twin_simulated_time_seconds" in body
         proc.signal(signum)
-        assert proc.wait(15) == 0, proc.log()
+        assert proc.wait(120) == 0, proc.log()
         log = proc.log()
     assert "Traceback" not in log
     assert f"on http://127.0.0.1:{port}/metrics" in log and "stopped at simulated" in log
+
+
+def test_busy_port_is_reported_before_the_simulation_is_built(monkeypatch):
+    """The port is bound right after the scenario is read, so a busy port is one line at once,
+    not after the (possibly long) build of a large simulation."""
+    import importlib
+
+    serve_module = importlib.import_module("twin.cli.serve")  # the module, not the command function
+
+    def never(loaded):
+        raise AssertionError("the simulation was built before the port was checked")
+
+    monkeypatch.setattr(serve_module, "live_simulation", never)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        result = CliRunner().invoke(app, ["serve", str(QUICK), "--port", str(port)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.splitlines() == [
+        f"twin serve: cannot listen on 127.0.0.1:{port}: address already in use "
+        "(another twin serve or exporter? choose another --port)"]

@@ -119,7 +119,7 @@ def test_spectrum_finds_the_swing_amplitude():
 
 @pytest.mark.parametrize("name, message", [
     ("missing.nc", "missing.nc: file not found"),
-    ("result.txt", "unknown output format '.txt'"),
+    ("result.txt", "result.txt: not a twin result (expected the .nc or .zarr"),
 ])
 def test_report_bad_input_is_one_line_exit_2(tmp_path, name, message):
     path = tmp_path / name

@@ -132,7 +132,7 @@ def test_real_process_prints_no_traceback(tmp_path):
     scenario = tmp_path / "bad.yaml"
     scenario.write_text(GOOD.replace("gb300-nvl72", "nope"))
     proc = subprocess.run([sys.executable, "-m", "twin", "validate", str(scenario)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.startswith(f"{scenario}:13: halls[0].rows[0].racks[0].template: unknown template 'nope'")

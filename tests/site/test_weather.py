@@ -472,6 +472,7 @@ def test_weather_csv_bad_input(tmp_path, text, match):
 def test_weather_csv_outside_series(tmp_path):
     path = tmp_path / "w.csv"
     path.write_text("time,t_dry_bulb,t_wet_bulb\n0,20,15\n600,22,16\n")
-    w = Weather.from_csv(path)
-    with pytest.raises(ValueError, match=r"asked for time 0..601 s, outside the series 0..600 s"):
-        w.t_dry_bulb(np.array([0.0, 601.0]))
+    w = Weather.from_csv(path)  # two rows 600 s apart cover 1200 s: the last holds for one step
+    assert w.t_dry_bulb(np.array([900.0]))[0] == 22.0
+    with pytest.raises(ValueError, match=r"asked for time 0..1201 s, outside the series 0..1200 s"):
+        w.t_dry_bulb(np.array([0.0, 1201.0]))

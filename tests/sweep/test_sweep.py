@@ -141,6 +141,8 @@ def test_sweep_on_two_workers_matches_single_runs_and_reruns_skip(tmp_path):
     for i in (good[0], good[-1]):
         kpi, alone = _run_alone(plan, plan.variants[i])
         for name, value in kpi.items():
+            if isinstance(value, str):  # names (the hottest device, a job's kind) are not sweep variables
+                continue
             assert float(root[name].values[i]) == pytest.approx(value, rel=0, abs=0), name
         fac = tree["facility"].to_dataset()
         np.testing.assert_array_equal(fac["p_facility"].values[i], alone["facility"]["p_facility"].values)
@@ -184,6 +186,7 @@ def test_extended_sweep_runs_only_new_variants_and_cli(tmp_path):
     assert twin.kpis(out)["status"].tolist() == ["ok", "ok", "ok", "error"]
 
 
+@pytest.mark.slow
 def test_bundled_facility_water_sweep_runs(tmp_path):
     """scenarios/sweep-facility-water.yaml: 5 facility-water setpoints × 3 climates (the plant's
     EPW weather), every variant runs (here for 6 hourly steps, in this process)."""

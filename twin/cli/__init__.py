@@ -1,16 +1,25 @@
 """Command line: one module per command; library modules never import this package.
 
-``twin run | validate | schema | catalog | serve | bench | sweep | capacity | report | calibrate``.
+``twin run | validate | schema | catalog | serve | bench | sweep | capacity | report | calibrate``,
+and
+``twin --version``. Every mistake on the command line — an unknown command or option, a value
+of the wrong type, a bad scenario or sweep file — is one line on stderr and exit code 2
+(:func:`twin.cli.common.fail`, and :class:`OneLineErrors` for what the argument parser finds).
 """
 
 from __future__ import annotations
 
+import sys
+from typing import Annotated, Optional
+
 import typer
+from typer.core import TyperGroup
 
 from twin.cli.bench import bench
 from twin.cli.calibrate import calibrate_command
 from twin.cli.capacity import capacity_command
 from twin.cli.catalog import catalog
+from twin.cli.common import EXIT_BAD_INPUT, err, out
 from twin.cli.report import report_command
 from twin.cli.run import run
 from twin.cli.schema import schema
@@ -18,12 +27,74 @@ from twin.cli.serve import serve
 from twin.cli.sweep import sweep_command
 from twin.cli.validate import validate
 
+try:  # typer ≥ 0.20 carries its own copy of click
+    from typer._click import exceptions as _click_exceptions
+except ImportError:  # pragma: no cover - older typer on click
+    from click import exceptions as _click_exceptions
+
+
+def usage_line(exc) -> str:
+    """One line for an argument-parser error: ``twin run: --seed: …`` (the command, then the
+    option as typed when there is one, then the problem)."""
+    ctx = getattr(exc, "ctx", None)
+    where = ctx.command_path if ctx is not None else "twin"
+    param = getattr(exc, "param", None)
+    opts = [o for o in getattr(param, "opts", None) or [] if o.startswith("--")] or getattr(param, "opts", None)
+    if isinstance(exc, _click_exceptions.BadParameter) and param is not None and opts \
+            and not isinstance(exc, _click_exceptions.MissingParameter):
+        text = f"{opts[0]}: {exc.message}"
+    else:
+        text = exc.format_message()
+    text = " ".join(text.split())  # click's messages may span lines
+    text = text[:1].lower() + text[1:].rstrip(".")
+    return f"{where}: {text} (see '{where} --help')"
+
+
+class OneLineErrors(TyperGroup):
+    """The command group, with argument-parser errors as one line on stderr (exit code 2)
+    instead of a usage block in a box."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        try:  # the program is "twin" however it was started (python -m twin, a test runner)
+            code = super().main(args=args, prog_name="twin", complete_var=complete_var,
+                                standalone_mode=False, **extra)
+        except _click_exceptions.NoArgsIsHelpError as exc:
+            out.print(exc.ctx.get_help())
+            code = 0
+        except _click_exceptions.ClickException as exc:
+            err.print(usage_line(exc))
+            code = EXIT_BAD_INPUT
+        except (typer.Abort, getattr(_click_exceptions, "Abort", typer.Abort)):
+            err.print("aborted")
+            code = 130
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else 0)
+
+
+def _version(value: bool):
+    if value:
+        import twin
+
+        out.print(f"twin {twin.__version__}")
+        raise typer.Exit(0)
+
+
 app = typer.Typer(
+    cls=OneLineErrors,
     add_completion=False,
     no_args_is_help=True,
     help="twin: power-thermal digital twin of AI datacenters.",
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _root(version: Annotated[Optional[bool], typer.Option(
+        "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = None):
+    """twin: power-thermal digital twin of AI datacenters."""
+
+
 app.command(name="run")(run)
 app.command(name="validate")(validate)
 app.command(name="bench")(bench)

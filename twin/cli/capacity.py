@@ -31,6 +31,7 @@ def capacity_command(
     """Find how many racks of a template fit a power (and cooling) budget, by bisection over runs."""
     from rich.table import Table
 
+    from twin.extras import MissingExtra
     from twin.units import QuantityError, parse_quantity
 
     budgets = {}
@@ -64,7 +65,7 @@ def capacity_command(
     try:
         res = capacity_search(scenario, rack, bp, bc, tol, row=row, cdu=cdu, duration=duration,
                               workers=workers, scheduler=scheduler, max_units=max_units, on_probe=show)
-    except ScenarioError as exc:
+    except (ScenarioError, MissingExtra) as exc:
         fail(str(exc))
     fit = res.at_limit
     table = Table(title="twin capacity", show_header=False)

@@ -7,12 +7,50 @@ import time
 from pathlib import Path
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 
 from twin.scenario.errors import ScenarioError
 
-out = Console()
-err = Console(stderr=True)
+#: Width of output that is not a terminal: lines and tables are never wrapped for a pipe or a
+#: file (scripts grep them), whatever the checkout path or the table's width.
+UNWRAPPED = 100_000
+
+
+def duration_text(seconds: float) -> str:
+    """A duration as people write it: ``90 s``, ``20 min``, ``25 h``, ``2.5 h``, ``365 d``: the
+    largest unit that gives a whole number, or at least two of it."""
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        value = seconds / size
+        whole = abs(value - round(value)) < 1e-9
+        if value >= 1 and (whole or value >= 2):
+            return f"{value:,.0f} {unit}" if whole else f"{value:,.2f}".rstrip("0").rstrip(".") + f" {unit}"
+    return f"{seconds:g} s"
+
+
+class _Console(Console):
+    """A rich console that wraps only on a terminal; plain text (no markup, no highlighting)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(markup=False, highlight=False, **kwargs)
+
+    def print(self, *objects, **kwargs):
+        if all(isinstance(o, str) for o in objects):  # a line of text: never broken by rich
+            kwargs.setdefault("soft_wrap", True)
+        super().print(*objects, **kwargs)
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        if self._width is None and not self.is_terminal:
+            return ConsoleDimensions(UNWRAPPED, super().size.height)
+        return super().size
+
+    @size.setter
+    def size(self, new_size) -> None:
+        Console.size.fset(self, new_size)
+
+
+out = _Console()
+err = _Console(stderr=True)
 
 #: Exit codes.
 EXIT_BAD_INPUT = 2
@@ -20,47 +58,80 @@ EXIT_INTERRUPTED = 130
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT):
-    err.print(message, markup=False, highlight=False, soft_wrap=True)
+    err.print(message)
     raise typer.Exit(code)
 
 
 def load(scenario: Path, duration=None, step=None, seed=None, record=None):
+    """Load a scenario with the command-line overrides; a bad option is blamed on the option."""
     from twin.scenario import load_scenario
+    from twin.scenario.model import GROUPS
 
-    overrides = {}
+    overrides, options = {}, {}
     if record:
         rec = {}
         for item in record:
             group, sep, interval = item.partition("=")
-            if not sep or not group.strip() or not interval.strip():
+            group, interval = group.strip(), interval.strip()
+            if not sep or not group or not interval:
                 fail(f"--record: expected GROUP=INTERVAL (e.g. device=off, rack=10s), got '{item}'")
-            rec[group.strip()] = interval.strip()
+            if group not in GROUPS:
+                fail(f"--record: unknown group '{group}' in '{item}' (known: {', '.join(GROUPS)})")
+            rec[group] = interval
+            options[f"record.{group}"] = "--record"
         overrides["record"] = rec
     time_over = {k: v for k, v in (("duration", duration), ("step", step)) if v is not None}
     if time_over:
         overrides["time"] = time_over
+        options.update({f"time.{k}": f"--{k}" for k in time_over})
     if seed is not None:
         overrides["seed"] = seed
+        options["seed"] = "--seed"
     try:
-        return load_scenario(scenario, overrides)
+        return load_scenario(scenario, overrides, options)
     except ScenarioError as exc:
         fail(str(exc))
 
 
 class Progress:
-    """A rich progress bar that appears only once a run has taken more than ``after`` seconds."""
+    """Progress of a run on stderr, once it has taken more than ``after`` seconds.
 
-    def __init__(self, label: str, simulated_step: float, after: float = 2.0, enabled: bool = True):
-        self.label, self.h, self.after, self.enabled = label, simulated_step, after, enabled
+    On a terminal, a rich progress bar (``mode="bar"``); otherwise, with ``mode="lines"``, one
+    plain line every ``every`` seconds of wall time (for logs of batch jobs); ``mode=None``
+    shows nothing.
+    """
+
+    def __init__(self, label: str, simulated_step: float, after: float = 2.0, mode: str | None = "bar",
+                 every: float = 10.0):
+        self.label, self.h, self.after, self.mode, self.every = label, simulated_step, after, mode, every
         self.t0 = time.perf_counter()
+        self.next_line = self.t0 + after
         self.bar = None
         self.task = None
 
+    @classmethod
+    def choose(cls, label: str, simulated_step: float, wanted: bool | None) -> Progress:
+        """``wanted`` None: a bar on a terminal, nothing otherwise; True: a bar on a terminal,
+        plain lines otherwise; False: nothing."""
+        if wanted is False:
+            return cls(label, simulated_step, mode=None)
+        mode = "bar" if err.is_terminal else ("lines" if wanted else None)
+        return cls(label, simulated_step, mode=mode)
+
     def __call__(self, done: int, total: int):
-        if not self.enabled:
+        if self.mode is None:
+            return
+        now = time.perf_counter()
+        wall = now - self.t0
+        speed = f"{done * self.h / wall:,.0f}× real time" if wall > 0 else ""
+        if self.mode == "lines":
+            if now >= self.next_line and done < total:
+                self.next_line = now + self.every
+                err.print(f"{self.label}: {done * self.h:,.0f} s of {total * self.h:,.0f} s simulated "
+                          f"({done / total:.0%}), {speed}")
             return
         if self.bar is None:
-            if time.perf_counter() - self.t0 < self.after or done >= total:
+            if wall < self.after or done >= total:
                 return
             from rich.progress import (BarColumn, Progress, TaskProgressColumn, TextColumn,
                                        TimeRemainingColumn)
@@ -70,8 +141,6 @@ class Progress:
                                 console=err, transient=True)
             self.bar.start()
             self.task = self.bar.add_task(self.label, total=total, speed="")
-        wall = time.perf_counter() - self.t0
-        speed = f"{done * self.h / wall:,.0f}× real time" if wall > 0 else ""
         self.bar.update(self.task, completed=done, speed=speed)
 
     def close(self):

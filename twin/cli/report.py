@@ -23,10 +23,15 @@ def report_command(
         import twin
 
         tree = twin.load(result)
-    except ValueError as exc:
-        fail(f"{result}: {exc}")
+    except ValueError:
+        fail(f"{result}: not a twin result (expected the .nc or .zarr written by `twin run` or `twin sweep`)")
     except (OSError, KeyError) as exc:
         fail(f"{result}: not a twin result ({type(exc).__name__}: {exc})".splitlines()[0])
-    page = write_report(tree, output)
+    from twin.extras import MissingExtra
+
+    try:
+        page = write_report(tree, output)
+    except MissingExtra as exc:
+        fail(str(exc))
     pngs = sorted(p.name for p in output.glob("*.png"))
     out.print(f"{page}: {len(pngs)} plots ({', '.join(pngs)})", highlight=False, soft_wrap=True)

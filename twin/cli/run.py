@@ -24,10 +24,13 @@ def run(
     solver: Annotated[str, typer.Option(help="Integrator: fast (exact exponential) or reference (solve_ivp).")] = "fast",
     openmetrics: Annotated[Optional[Path], typer.Option(
         "--openmetrics", help="Also write OpenMetrics with timestamps (for promtool tsdb create-blocks-from openmetrics).")] = None,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar on long runs.")] = True,
+    progress: Annotated[Optional[bool], typer.Option(
+        "--progress/--no-progress",
+        help="Progress on long runs: a bar on a terminal; --progress also prints a line every 10 s "
+             "when stderr is not a terminal (default: only on a terminal).")] = None,
 ):
     """Run a scenario and write its dataset; print a summary."""
-    from twin.export.dataset import build_tree, summary
+    from twin.export.dataset import build_tree, run_warnings, summary
     from twin.export.writers import ZarrStream, output_format, write_tree
     from twin.sim.driver import Simulation
     from twin.thermal.integrators import INTEGRATORS
@@ -39,7 +42,11 @@ def run(
     try:
         output_format(path)
     except ValueError as exc:
-        fail(f"{path}: {exc}")
+        if output is not None:
+            fail(f"--output: {path}: {exc}")
+        from twin.scenario.errors import FieldError
+
+        fail(str(loaded.locate(FieldError(("output",), f"{path}: {exc}"))))
     stream = ZarrStream(path) if output_format(path) == "zarr" else None
     try:
         sim = Simulation(loaded, solver=solver, sink=stream)
@@ -47,7 +54,7 @@ def run(
         fail(str(exc))
     except KeyboardInterrupt:
         fail("interrupted before the run started; nothing written", EXIT_INTERRUPTED)
-    bar = Progress(loaded.scenario.name, sim.h, enabled=progress and err.is_terminal)
+    bar = Progress.choose(loaded.scenario.name, sim.h, progress)
     interrupted = False
     previous = signal.signal(signal.SIGTERM, _raise_interrupt)
     try:
@@ -72,6 +79,8 @@ def run(
 
         write_openmetrics(twin.load(path), openmetrics)
     out.print(summary_table(summary(sim), path, interrupted))
+    for text in run_warnings(sim):  # one unwrapped line each, after the table
+        out.print(f"warning: {text}", soft_wrap=True, markup=False, highlight=False)
     if interrupted:
         err.print(f"interrupted at {sim.time:,.0f} s of {sim.n_steps * sim.h:,.0f} s; "
                   f"the completed part is in {path}")

@@ -20,7 +20,7 @@ def serve(
     scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
     speed: Annotated[str, typer.Option(help="Simulated seconds per wall-clock second: 1, 10, … or 'max'.")] = "1",
     host: Annotated[str, typer.Option(help="Address to listen on (0.0.0.0 to expose it beyond this machine).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="TCP port of /metrics and /healthz.")] = DEFAULT_PORT,
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port of /metrics and /healthz.")] = DEFAULT_PORT,
     loop: Annotated[bool, typer.Option("--loop", help="Start the scenario again when it ends.")] = False,
     devices: Annotated[bool | None, typer.Option(
         "--devices/--no-devices",
@@ -36,20 +36,22 @@ def serve(
     except ValueError as exc:
         fail(str(exc))
     loaded = load(scenario)
-    try:
-        sim = live_simulation(loaded)
-    except ScenarioError as exc:
-        fail(str(exc))
-    except KeyboardInterrupt:
-        raise typer.Exit(0) from None
-    run = LiveRun(loaded, sim, speed=pace, loop=loop)
-    app = MetricsApp(run, make_registry(run, devices=devices, dcgm=dcgm))
-    try:
-        httpd = make_http_server(host, port, app)
+    try:  # the port before the simulation is built: a busy port is reported at once
+        httpd = make_http_server(host, port, None)
     except OSError as exc:
         why = "address already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
         hint = " (another twin serve or exporter? choose another --port)" if exc.errno == errno.EADDRINUSE else ""
         fail(f"twin serve: cannot listen on {host}:{port}: {why}{hint}")
+    try:
+        sim = live_simulation(loaded)
+    except ScenarioError as exc:
+        httpd.server_close()
+        fail(str(exc))
+    except KeyboardInterrupt:
+        httpd.server_close()
+        raise typer.Exit(0) from None
+    run = LiveRun(loaded, sim, speed=pace, loop=loop)
+    httpd.set_app(MetricsApp(run, make_registry(run, devices=devices, dcgm=dcgm)))
 
     stop = threading.Event()
 

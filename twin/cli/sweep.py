@@ -24,6 +24,7 @@ def sweep_command(
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ):
     """Run a parameter sweep on Dask and combine the variants along a `scenario` dimension."""
+    from twin.extras import MissingExtra
     from twin.sweep.spec import load_sweep
 
     if workers is not None and workers < 0:
@@ -46,18 +47,33 @@ def sweep_command(
 
         output_format(path)
     except ValueError as exc:
-        fail(f"{path}: {exc}")
+        fail(f"--output: {path}: {exc}" if output is not None else f"{path}: {exc}")
     try:
         checked = check_plan(plan)
     except ScenarioError as exc:
         fail(str(exc))
+    if workers != 0 or scheduler:  # before saying anything: a missing extra is one line
+        from twin.extras import require
+
+        try:
+            require("distributed", "sweep", "running on Dask (twin sweep, twin capacity --workers/--scheduler)")
+        except MissingExtra as exc:
+            fail(str(exc))
+    client = None
+    if scheduler:  # connect before saying anything: an unreachable scheduler is one line
+        from twin.sweep.run import dask_client
+
+        try:
+            client = dask_client(scheduler=scheduler)
+        except (ScenarioError, MissingExtra) as exc:
+            fail(str(exc))
     unique = len({v.key for v in plan.variants})
     err.print(f"{sweep}: {len(plan.variants)} variants ({unique} distinct runs) of {plan.base}",
               highlight=False, soft_wrap=True)
     bar = Bar(enabled=progress and err.is_terminal, console=err)
     try:
-        result = run_sweep(plan, path, workers=workers, scheduler=scheduler, progress=bar, checked=checked)
-    except ScenarioError as exc:
+        result = run_sweep(plan, path, workers=workers, client=client, progress=bar, checked=checked)
+    except (ScenarioError, MissingExtra) as exc:
         bar.close()
         fail(str(exc))
     except KeyboardInterrupt:
@@ -66,6 +82,8 @@ def sweep_command(
               "and are not run again by the same command", EXIT_INTERRUPTED)
     finally:
         bar.close()
+        if client is not None:
+            client.close()
     from rich.console import Console
 
     # As wide as the table needs (rich tables do not stretch beyond their content).

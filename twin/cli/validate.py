@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from twin.cli.common import fail, load, out
+from twin.cli.common import duration_text, fail, load, out
+from twin.report.diagnostics import plural
 
 
 def validate(scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")]):
@@ -24,14 +25,21 @@ def validate(scenario: Annotated[Path, typer.Argument(help="Scenario YAML file."
     system = build_system(loaded.scenario, loaded.catalog)
     try:
         check_recorded(loaded.scenario)
-        Workload(loaded.scenario, system, loaded.catalog, loaded.base)  # replay files, job placement
+        workload = Workload(loaded.scenario, system, loaded.catalog, loaded.base)  # replay files, job placement
         if loaded.scenario.plant is not None:  # templates and weather files
             from twin.cooling.facility import Plant
 
-            Plant(loaded.scenario.plant, loaded.catalog, list(system.cdu_template), system.cdu_setpoint,
-                  np.ones(system.cdu_name.size), loaded.scenario.time.step, base_dir=loaded.base)
+            plant = Plant(loaded.scenario.plant, loaded.catalog, list(system.cdu_template), system.cdu_setpoint,
+                          np.ones(system.cdu_name.size), loaded.scenario.time.step, base_dir=loaded.base)
+            why = plant.weather.span_error(loaded.scenario.time.duration)
+            if why is not None:
+                raise FieldError(("plant", "weather", "file"), why)
     except FieldError as exc:
         fail(str(loaded.locate(exc)))
-    out.print(f"{scenario}: ok — {system.n_racks} racks, {system.sled_name.size} sleds, "
-              f"{system.n_devices} devices, {loaded.scenario.time.duration:g} s at "
-              f"{loaded.scenario.time.step:g} s steps", highlight=False)
+    sc = loaded.scenario
+    out.print(f"{scenario}: ok — {plural(system.n_racks, 'rack')}, {plural(system.sled_name.size, 'sled')}, "
+              f"{plural(system.n_devices, 'device')}, {duration_text(sc.time.duration)} at "
+              f"{duration_text(sc.time.step)} steps")
+    if workload.jobs is not None:
+        for text in workload.jobs.warnings(0.0):  # jobs that can never be placed
+            out.print(f"warning: {text}", soft_wrap=True, markup=False, highlight=False)

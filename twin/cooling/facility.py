@@ -739,7 +739,7 @@ class Plant:
         w = self.weather
         times = tm + self.dt * np.arange(WEATHER_BLOCK)
         if w.period is None and w.time.size > 1:  # a finite series: do not ask past its end
-            times = times[times <= w.time[-1] - w.offset] if tm <= w.time[-1] - w.offset else times[:1]
+            times = times[times <= w.end] if tm <= w.end else times[:1]
         self._weather_block = (tm, w.t_dry_bulb(times), w.t_wet_bulb(times), self.dt)
         return float(self._weather_block[1][0]), float(self._weather_block[2][0])
 

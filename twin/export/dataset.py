@@ -17,7 +17,35 @@ from twin.report.kpi import band_energy_share, job_kpis, largest_ramp, peak_to_a
 from twin.sim.variables import VARIABLES
 
 
+#: long_name of every coordinate (CF): what each label names.
+COORD_NAMES = {
+    "cdu": "coolant distribution unit",
+    "rack": "rack",
+    "row": "row of racks",
+    "hall": "data hall",
+    "template": "catalogue template",
+    "system": "scale-up system (UltraServer or NVL domain) the rack belongs to",
+    "sled": "sled (server tray)",
+    "device": "device (chip package: accelerator, CPU, NIC or switch)",
+    "kind": "device kind (catalogue chip)",
+    "job": "job name",
+    "job_kind": "job kind (training, moe_training, inference, cpu)",
+}
+
+
 def _coords(sim, group: str) -> dict:
+    """Coordinates of ``group`` with their long names."""
+    coords = _coord_values(sim, group)
+    out = {}
+    for name, value in coords.items():
+        dims, data, attrs = (value + ({},))[:3] if isinstance(value, tuple) else (name, value, {})
+        attrs = dict(attrs)
+        attrs.setdefault("long_name", COORD_NAMES.get(name, name))
+        out[name] = (dims, data, attrs)
+    return out
+
+
+def _coord_values(sim, group: str) -> dict:
     sy = sim.system
     halls = np.array(sy.hall_names, dtype=object)
     rows = np.array(sy.row_names, dtype=object)
@@ -44,6 +72,12 @@ def _coords(sim, group: str) -> dict:
         return {
             "job": np.array([j.spec.name for j in jobs]),
             "job_kind": ("job", np.array([j.spec.kind for j in jobs])),
+            "job_fabric": ("job", np.array([j.path.fabric if j.path is not None else "" for j in jobs]),
+                           {"long_name": "fabric carrying the gang's collectives (scale-out when it spans domains)"}),
+            "job_domains": ("job", np.array([j.path.domains if j.path is not None else 0 for j in jobs]),
+                            {"long_name": "scale-up domains the gang spans (0: no fabric timing)"}),
+            "job_t_collective": ("job", np.array([j.t_collective for j in jobs]),
+                                 {"units": "s", "long_name": "collective time per iteration on the gang's fabrics"}),
         }
     if group == "device":
         return {
@@ -78,6 +112,7 @@ def summary(sim) -> dict[str, float | int]:
         "p_rack_peak_W": tot.p_rack_peak,
         "pue": tot.e_facility / tot.e_ac if tot.e_ac else float("nan"),
         "t_die_max_degC": tot.t_die_max,
+        "energy_stored_J": tot.stored_end - tot.stored_start,
         "throttled_device_seconds": tot.throttled_device_seconds,
         "devices_throttled": tot.devices_throttled,
         "devices_tripped": tot.devices_tripped,
@@ -86,6 +121,25 @@ def summary(sim) -> dict[str, float | int]:
         "energy_smoothing_J": tot.e_smoothing,
         "capped_rack_seconds": sim.capped_rack_seconds,
     }
+    if sim.network is not None:
+        net = sim.network
+        kpi["network_power_W"] = net.power
+        kpi["network_switches"] = net.size.n_switches
+        kpi["network_tiers"] = net.size.tiers
+        kpi["network_optics"] = net.size.optics
+        kpi["network_nic_ports"] = net.size.ports
+        kpi["network_nics"] = net.nics
+        kpi["network_nic_power_W"] = net.p_nics
+    peak = getattr(sim, "t_die_peak", None)
+    if peak is not None and np.isfinite(peak).any():
+        sy = sim.system
+        # Identical devices tie to round-off, which differs between BLAS and numpy builds: the
+        # first device within a microkelvin of the maximum is named, so the name is reproducible.
+        hottest = int(np.flatnonzero(peak >= peak.max() - 1e-6)[0])
+        kpi["t_die_max_device"] = str(sy.device_name[hottest])
+        kpi["t_die_max_kind"] = str(sy.device_kind[hottest])
+        for kind in dict.fromkeys(sy.device_kind.astype(str)):  # catalogue order of appearance
+            kpi[f"t_die_max_{kind}_degC"] = float(peak[sy.device_kind == kind].max())
     if np.isfinite(sim.first_event):
         kpi["first_event_s"] = sim.first_event
         kpi["time_to_first_throttle_s"] = (sim.first_throttle - sim.first_event
@@ -121,6 +175,14 @@ def summary(sim) -> dict[str, float | int]:
     return kpi
 
 
+def run_warnings(sim) -> list[str]:
+    """Things a run did not do that the scenario asked for (summary lines, root ``warnings``);
+    see :mod:`twin.report.diagnostics`."""
+    from twin.report.diagnostics import run_warnings as warnings
+
+    return warnings(sim)
+
+
 def group_dataset(sim, group: str, variables: dict[str, np.ndarray], offset: int = 0) -> xr.Dataset:
     """One group's samples ``offset … offset + n`` as a Dataset with coordinates and attributes."""
     every = sim.recorder.intervals()[group]
@@ -137,6 +199,12 @@ def group_dataset(sim, group: str, variables: dict[str, np.ndarray], offset: int
         values = arr[:, 0] if group == "facility" else arr
         attrs = {"units": units, "long_name": long_name,
                  "cell_methods": f"time: mean (interval: {every * sim.h_w:g} s)"}
+        if (group, v) == ("job", "state"):  # categorical: the state at the end of the interval
+            from twin.workload.jobs import STATE_NAMES
+
+            attrs["cell_methods"] = f"time: point (interval: {every * sim.h_w:g} s; value at its end)"
+            attrs["flag_values"] = np.array(sorted(STATE_NAMES), dtype=np.int8)
+            attrs["flag_meanings"] = " ".join(STATE_NAMES[k] for k in sorted(STATE_NAMES))
         if units == "degC":
             attrs["units_metadata"] = "temperature: on_scale"
         ds_vars[v] = (dims, values, attrs)
@@ -157,6 +225,7 @@ def root_attrs(sim, interrupted: bool = False) -> dict:
         "start": str(pd.Timestamp(sim.scenario.time.start)),
         "interrupted": int(interrupted),
         "Conventions": "CF-1.11",
+        "warnings": "\n".join(run_warnings(sim)),
     }
     attrs.update({f"kpi_{k}": v for k, v in summary(sim).items()})
     return attrs

@@ -2,7 +2,8 @@
 
 Sled DC power = Σ devices + board overhead + fans; rack DC = Σ sleds (``np.add.reduceat`` over
 the contiguous entity order); rack AC = DC / η_shelf(load) from each shelf type's efficiency
-curve (:func:`twin.power.psu.shelf_input_power`) over the healthy PSUs. IT power is Σ rack AC.
+curve (:func:`twin.power.psu.shelf_input_power`) over the healthy PSUs. IT power is Σ rack AC
++ the scale-out network outside the racks (``facility.p_network``).
 ``psu_failure`` events take PSUs out of a rack's shelves (the rest share the load).
 """
 
@@ -33,7 +34,7 @@ class Shelves(Component):
         Running totals (DC energy, rack AC peak).
     """
 
-    inputs = ("device.p", "sled.p_fan")
+    inputs = ("device.p", "sled.p_fan", "facility.p_network")
     outputs = (SLED_P_DC, RACK_P_DC, RACK_P_AC, RACK_P_LOSS, P_IT)
     events = ("psu_failure",)
     phase = "power"
@@ -63,7 +64,8 @@ class Shelves(Component):
         state["rack.p_dc"] = p_dc_sub
         state["rack.p_ac"] = p_ac_sub
         state["rack.p_loss"] = step_mean(p_ac_sub) - p_dc
-        state["facility.p_it"] = p_ac_sub.sum(axis=1)[:, None]
+        # The scale-out network outside the racks is IT load too (air-cooled, heat to the room).
+        state["facility.p_it"] = p_ac_sub.sum(axis=1)[:, None] + state["facility.p_network"]
         tot.e_dc += p_dc.sum() * dt
         tot.p_rack_peak = max(tot.p_rack_peak, float(p_ac_sub.max()))
 

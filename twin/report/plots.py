@@ -121,8 +121,9 @@ def _group(tree, name):
 
 
 def _figure(title: str, nrows: int = 1, **kw):
-    import matplotlib
+    from twin.extras import require
 
+    matplotlib = require("matplotlib", "report", "twin report")
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 

@@ -17,6 +17,19 @@ class ScenarioError(ValueError):
         super().__init__(f"{file}:{line}: {self.path}: {message}")
 
 
+class OptionError(ScenarioError):
+    """A bad command-line option (or the API argument standing for one), named as the user typed
+    it: ``str(err)`` is ``--option: message``, never a place in a file."""
+
+    def __init__(self, option: str, message: str):
+        ValueError.__init__(self, f"{option}: {message}")
+        self.option = option
+        self.message = message
+        self.file = "<command line>"
+        self.line = 0
+        self.path = option
+
+
 def format_path(loc: tuple) -> str:
     """``("halls", 0, "rows", 1, "name")`` → ``halls[0].rows[1].name``."""
     out = ""

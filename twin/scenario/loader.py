@@ -16,7 +16,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from twin.catalog import Catalog, load_catalog
-from twin.scenario.errors import FieldError, ScenarioError, format_path
+from twin.catalog.model import CatalogError
+from twin.scenario.errors import FieldError, OptionError, ScenarioError, format_path
 from twin.scenario.layout import expand_cdus, expand_racks
 from twin.scenario.model import EVENT_KINDS, GROUPS, Scenario
 
@@ -208,7 +209,8 @@ def _validation_error(exc: ValidationError, prefix: tuple, data=None) -> FieldEr
     return FieldError(loc, _message(err, loc))
 
 
-def load_scenario(path: str | Path, overrides: dict | None = None) -> LoadedScenario:
+def load_scenario(path: str | Path, overrides: dict | None = None,
+                  options: dict[str, str] | None = None) -> LoadedScenario:
     """Read, validate and cross-check a scenario file.
 
     Parameters
@@ -217,7 +219,12 @@ def load_scenario(path: str | Path, overrides: dict | None = None) -> LoadedScen
         The YAML file.
     overrides : dict, optional
         Values merged into top-level keys after parsing (e.g. ``{"time": {"duration": "1 h"}}``);
-        used by the CLI's ``--duration``, ``--step`` and ``--seed``.
+        used by the CLI's ``--duration``, ``--step``, ``--seed`` and ``--record``.
+    options : dict, optional
+        Field path of an override → the command-line option it came from (``{"time.duration":
+        "--duration"}``). A bad value there is an :class:`OptionError` naming the option, not
+        the file; an error elsewhere that only the overrides cause says which options it is
+        "with".
 
     Returns
     -------
@@ -230,8 +237,41 @@ def load_scenario(path: str | Path, overrides: dict | None = None) -> LoadedScen
     ScenarioError
         With file, line and field path, for every kind of bad input.
     """
-    path = Path(path)
+    try:
+        return _load_scenario(Path(path), overrides)
+    except ScenarioError as exc:
+        if not overrides or not options or isinstance(exc, OptionError):
+            raise
+        for field, option in options.items():
+            if exc.path == field or exc.path.startswith((field + ".", field + "[")):
+                raise OptionError(option, exc.message) from None
+        try:
+            _load_scenario(Path(path), None)
+        except ScenarioError:
+            raise exc from None  # the file is bad by itself
+        given = ", ".join(f"{option} {_lookup(overrides, field)}" for field, option in options.items()
+                          if _lookup(overrides, field) is not None)
+        raise ScenarioError(f"{exc.message} (with {given})", file=exc.file, line=exc.line,
+                            path=exc.path) from None
+
+
+def _lookup(data: dict, field: str):
+    for part in field.split("."):
+        if not isinstance(data, dict) or part not in data:
+            return None
+        data = data[part]
+    return data
+
+
+#: Top-level keys of a sweep file that a scenario never has.
+SWEEP_KEYS = ("base", "parameters")
+
+
+def _load_scenario(path: Path, overrides: dict | None) -> LoadedScenario:
     text, lines, data = read_document(path, "scenario")
+    if all(k in data for k in SWEEP_KEYS) and "halls" not in data:
+        raise ScenarioError("this is a sweep file (it has 'base' and 'parameters'), not a scenario; "
+                            "`twin sweep` runs it", file=str(path), line=lines.get(("base",), 1))
     layers = apply_overlays(path, lines, data)
     for key, value in (overrides or {}).items():
         if isinstance(value, dict) and isinstance(data.get(key), dict):
@@ -256,8 +296,8 @@ def _validated(data: dict, text: str, path: Path, lines: dict, layers: list) -> 
         raise where.locate(_validation_error(exc, (), data)) from None
     try:
         catalog = load_catalog().merged(scenario.catalog)
-    except ValidationError as exc:
-        raise where.locate(_validation_error(exc, ("catalog",), data.get("catalog"))) from None
+    except CatalogError as exc:
+        raise where.locate(FieldError(("catalog",) + exc.loc, exc.message)) from None
     loaded = LoadedScenario(scenario, catalog, text, path, lines)
     try:
         check_references(scenario, catalog, base=path.parent)
@@ -418,6 +458,11 @@ def check_references(scenario: Scenario, catalog: Catalog, base: Path) -> None:
                              f"'{event.target}' matches no rack (known: {_known(built)})")
         if wants == "plant" and event.target not in (None, "plant"):
             raise FieldError(("events", e, "target"), f"'{event.kind}' acts on the plant; leave out 'target'")
+    if scenario.network is not None:
+        name = scenario.network.scale_out
+        outs = sorted(n for n, f in catalog.fabrics.items() if f.scope == "scale-out")
+        if name not in outs:
+            raise FieldError(("network", "scale_out"), f"unknown scale-out fabric '{name}' (known: {_known(outs)})")
     step = scenario.time.step
     for group in GROUPS:
         interval = getattr(scenario.record, group)

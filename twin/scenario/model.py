@@ -148,11 +148,17 @@ class WorkloadRule(_Strict):
 
 
 class DeviceRequest(_Strict):
-    """Devices a job asks for: a chip kind, how many (default: all that match), and where."""
+    """Devices a job asks for: a chip kind, how many (default: all that match), and where.
+
+    Gangs go to one scale-up domain when one has room, else to as few domains as possible;
+    ``within: domain`` refuses to span domains (the job waits, or is unplaceable if no domain
+    is large enough).
+    """
 
     kind: str
     count: Annotated[int, Field(ge=1)] | None = None
     select: Select = Select()
+    within: Literal["any", "domain"] = "any"
 
 
 class Checkpoint(_Strict):
@@ -203,13 +209,17 @@ class TrainingJob(_Strict):
     mtbf: Duration | None = None  # job-level mean time between failures
     restart_time: Duration = 600.0
     smoothing: Smoothing | None = None
+    # From the fabric instead of the rest of iteration_time (see twin.network.collectives):
+    collective_bytes: _quantity("bytes", positive=True) | None = None  # all-reduced per chip per iteration
+    all_to_all_bytes: _quantity("bytes", positive=True) | None = None  # sent per chip per iteration (MoE)
+    collective_algorithm: Literal["ring", "tree"] = "ring"
 
     @model_validator(mode="after")
     def _phases(self):
         if self.compute_share + self.all_to_all_share >= 1.0:
             raise ValueError("compute_share + all_to_all_share must leave time for collectives (< 1)")
-        if self.kind == "training" and self.all_to_all_share > 0:
-            raise ValueError("all_to_all_share is for kind 'moe_training'")
+        if self.kind == "training" and (self.all_to_all_share > 0 or self.all_to_all_bytes is not None):
+            raise ValueError("all_to_all_share and all_to_all_bytes are for kind 'moe_training'")
         return self
 
 
@@ -277,7 +287,8 @@ class Record(_Strict):
     """Recording interval per group (``off`` to skip a group) and optional variable lists.
 
     An interval must be a whole multiple of the step; one shorter than the step records every
-    step (so ``--step`` can be raised without editing the file).
+    step (so ``--step`` can be raised without editing the file). ``device`` defaults to 10 s,
+    and to ``off`` for systems of more than 10,000 devices (give it to record them).
     """
 
     facility: Duration | Literal["off"] = 1.0
@@ -333,6 +344,13 @@ class Event(_Strict):
         return self
 
 
+class NetworkSpec(_Strict):
+    """The scale-out network between scale-up domains: its fabric carries collectives that span
+    domains, and its switches and optics (sized from the cluster's NIC ports) add to IT power."""
+
+    scale_out: str = "efa-ultracluster"  # a scale-out `fabrics` entry
+
+
 class Scenario(_Strict):
     """A twin scenario: time, site, hardware layout, workload, recording and output."""
 
@@ -348,6 +366,7 @@ class Scenario(_Strict):
     jobs: list[Annotated[TrainingJob | InferenceJob | CpuJob, Field(discriminator="kind")]] = []
     events: list[Event] = []
     plant: PlantSpec | None = None  # the facility cooling plant, weather and power chain
+    network: NetworkSpec | None = None  # scale-out network power; without it collectives still cross EFA
     record: Record = Record()
     output: str | None = None
     catalog: dict[Literal[KINDS], dict[str, dict]] | None = None  # type: ignore[valid-type]

@@ -73,6 +73,8 @@ class System:
     hall_names: list[str]
     row_names: list[str]
     extra: dict = field(default_factory=dict)
+    #: Scale-up fabric joining each device to the others of its domain (``rack_system``); "" if none.
+    device_fabric: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))
 
     @property
     def shelf_members(self) -> list[np.ndarray]:
@@ -156,6 +158,7 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
         cdu_design_flow=np.array([volume_to_mass_flow_water(t.design_flow.si) for t in cdu_tpl]),
         cdu_pump_power=np.array([t.pump_power.si for t in cdu_tpl]),
         groups=groups, hall_names=layout["hall_names"], row_names=layout["row_names"],
+        device_fabric=col(devices, "fabric", object),
     )
 
 
@@ -175,6 +178,8 @@ def _layout(scenario, catalog, cdu_index, shelf_index) -> dict:
             for spec in row.racks:
                 slots = expand_racks(spec, catalog)
                 family = cdu_index[spec.cdu] if spec.cdu else [0]
+                domain_fabric = (catalog.systems[spec.template].fabric if spec.template in catalog.systems
+                                 else catalog.racks[spec.template].fabric)
                 for j, slot in enumerate(slots):
                     tpl = catalog.racks[slot.template]
                     flow = spec.coolant_flow if spec.coolant_flow is not None else tpl.coolant_flow.si
@@ -190,14 +195,15 @@ def _layout(scenario, catalog, cdu_index, shelf_index) -> dict:
                         shelf=shelf_index[tpl.power_shelf], sled_start=len(sleds),
                     ))
                     _rack_sleds(catalog, tpl, slot.name, len(racks) - 1, racks[-1]["m_coolant"],
-                                sleds, devices)
+                                sleds, devices, domain_fabric)
     return {"racks": racks, "sleds": sleds, "devices": devices, "hall_names": hall_names,
             "row_names": row_names, "row_limits": row_limits}
 
 
-def _rack_sleds(catalog, tpl, rack_name: str, r: int, m_coolant: float, sleds: list, devices: list) -> None:
+def _rack_sleds(catalog, tpl, rack_name: str, r: int, m_coolant: float, sleds: list, devices: list,
+                domain_fabric: dict) -> None:
     """Append the sleds and devices of rack ``r``. Liquid flow is split over sleds in proportion
-    to their plates' design flow."""
+    to their plates' design flow; each device is joined to its domain by ``domain_fabric[kind]``."""
     sled_list = [(s, c.value) for s, c in tpl.sleds.items()]
     design = {
         s: sum(catalog.chips[ch].flow_ref.si * n.value
@@ -223,7 +229,7 @@ def _rack_sleds(catalog, tpl, rack_name: str, r: int, m_coolant: float, sleds: l
                 for j in range(n.value):
                     devices.append(dict(
                         name=f"{sled_id}/{chip_name}-{j}", kind=chip_name,
-                        sled=len(sleds) - 1, rack=r,
+                        sled=len(sleds) - 1, rack=r, fabric=domain_fabric.get(chip_name, ""),
                     ))
             slot_no += 1
 

@@ -57,6 +57,9 @@ class Var:
     counter : str, optional
         Name of the energy counter that is this power's exact time integral over the run
         [J] (exposed live as ``<counter>_total``, backfilled from the recorded means).
+    last : bool
+        Categorical: a recorded sample holds the value at the end of its interval, not the
+        interval mean (e.g. a job's state).
     """
 
     group: str
@@ -67,6 +70,7 @@ class Var:
     record: bool = True
     ratio: tuple[str, str] | None = None
     counter: str | None = None
+    last: bool = False
 
     @property
     def key(self) -> str:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from twin.cooling.cdu import PlantCdu, SimpleCdu
+from twin.network.component import NetworkPower
 from twin.power.chain import PowerChain
 from twin.power.chips import ChipPower, Governors
 from twin.power.shelves import Shelves
@@ -29,6 +30,7 @@ from twin.sim.build import System, build_system
 from twin.sim.component import GROUPS, Schedule, State, step_mean
 from twin.sim.events import EventQueue
 from twin.sim.recorder import Recorder
+from twin.sim.threads import blas_threads, limited_blas
 from twin.sim.variables import CDU_MODELS, check_recorded
 from twin.thermal.integrators import INTEGRATORS
 from twin.thermal.racks import RackThermal
@@ -39,6 +41,9 @@ from twin.workload.engine import Workload
 STEADY_ITERATIONS = 8
 #: Racks and plant settle together this many times for the initial state.
 PLANT_SETTLE_ROUNDS = 2
+#: Above this many devices, device-level recording is off unless ``record.device`` is given:
+#: accumulating five per-device series every step would cost more than the rest of the step.
+DEVICE_RECORD_LIMIT = 10_000
 #: Phases of the step reported by ``twin bench`` (each component declares its ``phase``).
 PHASES = ("workload", "power", "integration", "controllers", "recording")
 
@@ -134,6 +139,7 @@ class Simulation:
         self.h = sc.time.step
         self.n_steps = max(1, int(round(sc.time.duration / self.h)))
         self.solver = solver
+        self.blas_threads = blas_threads()  # BLAS threads while stepping (TWIN_BLAS_THREADS)
         try:
             check_recorded(sc)
         except FieldError as exc:
@@ -164,7 +170,12 @@ class Simulation:
         """The components of this scenario, in step order."""
         sy, sc, tot = self.system, self.scenario, self.totals
         self.chips = ChipPower(sy.chip, self.h_w, self.jobs is not None, tot)
-        self.network = RackThermal(sy, INTEGRATORS[self.solver](sy.groups, self.h), tot)
+        self.network = None  # scale-out switches and optics outside the racks (scenario `network:`)
+        if sc.network is not None:
+            from twin.network.cluster import ScaleOutNetwork
+
+            self.network = ScaleOutNetwork.build(sy, loaded.catalog, sc.network.scale_out)
+        self.racks = RackThermal(sy, INTEGRATORS[self.solver](sy.groups, self.h), tot)
         self.plant = None
         if sc.plant is None:
             self.cooling = self._build_cdus(loaded)
@@ -175,10 +186,11 @@ class Simulation:
             self.chain = PowerChain(sy.design_it_power, cat.ups[sc.plant.ups.template], sc.plant.ups.mode,
                                     cat.transformers[sc.plant.transformer.template], tot)
         self.governors = Governors(sy, tot)
-        self.components = [Demand(self.workload), self.chips]
+        self.demand = Demand(self.workload)
+        self.components = [NetworkPower(self.network), self.demand, self.chips]
         if self.jobs is not None:
             self.components.append(JobAccounting(self.jobs))
-        self.components += [Shelves(sy, tot), self.network, self.cooling, self.chain, self.governors]
+        self.components += [Shelves(sy, tot), self.racks, self.cooling, self.chain, self.governors]
 
     def _build_cdus(self, loaded):
         """The CDU model of a scenario without a plant: the one registered for its CDUs' kind."""
@@ -211,6 +223,9 @@ class Simulation:
         try:
             self.plant = Plant(sc.plant, cat, list(sy.cdu_template), sy.cdu_setpoint, design_flow,
                                self.h * every, start_day_of_year=day, base_dir=loaded.base)
+            why = self.plant.weather.span_error(sc.time.duration)  # before the run, not at its end
+            if why is not None:
+                raise FieldError(("plant", "weather", "file"), why)
         except FieldError as exc:
             raise loaded.locate(exc) from None
         return PlantCdu(self.plant, every, sy)
@@ -228,6 +243,8 @@ class Simulation:
             iv = getattr(sc.record, group)
             if group == "job" and self.jobs is None:
                 iv = "off"
+            if group == "device" and group not in sc.record.model_fields_set and sy.n_devices > DEVICE_RECORD_LIMIT:
+                iv = "off"  # a large system records devices only when the scenario asks
             # In workload sub-steps; never finer than the workload step.
             intervals[group] = None if iv == "off" else max(1, int(round(iv / self.h_w)))
             names = self.state.recorded(group)
@@ -252,15 +269,15 @@ class Simulation:
         def power(t_die):
             return self.chips.power(u0, clock, on, t_die)
 
-        self.network.t_die[:] = sy.chip["t_ref"]
-        self.network.settle(power, STEADY_ITERATIONS)
+        self.racks.t_die[:] = sy.chip["t_ref"]
+        self.racks.settle(power, STEADY_ITERATIONS)
         if hasattr(self.cooling, "settle"):  # a cooling model with state of its own settles too
             for _ in range(PLANT_SETTLE_ROUNDS):
-                q_cdu, q_air, flow = self.network.fluxes()
-                self.cooling.settle(q_cdu, q_air, flow)
-                self.network.update(st)
-                self.network.settle(power, STEADY_ITERATIONS)
-        self.totals.stored_start = self.network.stored_heat()
+                q_cdu, q_air, flow = self.racks.fluxes()
+                self.cooling.settle(q_cdu, q_air + float(st["facility.p_network"][0]), flow)
+                self.racks.update(st)
+                self.racks.settle(power, STEADY_ITERATIONS)
+        self.totals.stored_start = self.racks.stored_heat()
 
     # -- compatibility views -------------------------------------------------------------------
     @property
@@ -303,6 +320,21 @@ class Simulation:
         return self.chain.ride_through
 
     @property
+    def ever_used(self) -> np.ndarray:
+        """Devices whose demanded utilisation was ever above 0."""
+        return self.demand.ever_used
+
+    @property
+    def t_die(self) -> np.ndarray:
+        """Die temperature of each device now [degC]."""
+        return self.racks.t_die
+
+    @property
+    def t_die_peak(self) -> np.ndarray:
+        """Highest die temperature of each device so far [degC]."""
+        return self.racks.t_die_peak
+
+    @property
     def time(self) -> float:
         """Simulated seconds since the start."""
         return self.step_index * self.h
@@ -337,7 +369,13 @@ class Simulation:
         """Run all steps. ``progress(done_steps, n_steps)`` is called about every 0.2 s of wall time.
 
         An interrupt (Ctrl-C) stops at the end of the current step; what was recorded is kept.
+        BLAS runs on one thread meanwhile unless ``TWIN_BLAS_THREADS`` says otherwise (the
+        step's matrix products are small; see :mod:`twin.sim.threads`).
         """
+        with limited_blas(self.blas_threads):
+            return self._run(progress, pace)
+
+    def _run(self, progress, pace) -> Totals:
         t0 = wallclock.perf_counter()
         last = t0
         try:
@@ -354,7 +392,7 @@ class Simulation:
             for c in self.components:
                 c.finalise(self.state)
             tot = self.totals
-            tot.stored_end = self.network.stored_heat()
+            tot.stored_end = self.racks.stored_heat()
             tot.wall_seconds = wallclock.perf_counter() - t0
             tot.devices_throttled = int(self.governors.ever_throttled.sum())
             tot.devices_tripped = int(self.governors.tripped.sum())

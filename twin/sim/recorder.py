@@ -1,4 +1,5 @@
-"""The recorder: interval means of the recorded variables in preallocated arrays.
+"""The recorder: interval means of the recorded variables in preallocated arrays (the value at
+the end of the interval for categorical ones, :data:`LAST`).
 
 Intervals are counted in workload sub-steps. A variable's per-step value is either one array
 per thermal step (entities,) or one row per sub-step (n_sub, entities) — facility and rack power
@@ -22,6 +23,9 @@ class _Group:
         self.name = name
         self.vars = [v.name for v in variables if v.ratio is None]
         self.keys = [v.key for v in variables if v.ratio is None]
+        #: categorical variables: a sample holds the value at the end of its interval, not a mean
+        #: (the mean of "running" and "checkpoint" is no state)
+        self.last_vars = {v.name for v in variables if v.ratio is None and v.last}
         #: derived variables: name → (numerator, denominator)
         self.derived = {v.name: v.ratio for v in variables if v.ratio is not None}
         variables = [v.name for v in variables]
@@ -117,7 +121,7 @@ class Recorder:
                 for v, key in zip(g.vars, g.keys):
                     value = state[key]
                     if np.ndim(value) == 2:
-                        value = value[0] if n_sub == 1 else value.mean(axis=0)
+                        value = value[0] if n_sub == 1 else value[-1] if v in g.last_vars else value.mean(axis=0)
                     g.out[v][row] = value
                 if g.derived:
                     self._derive(g, slice(row, row + 1))
@@ -126,13 +130,16 @@ class Recorder:
             elif g.every >= n_sub:
                 for v, key in zip(g.vars, g.keys):
                     value = state[key]
-                    if np.ndim(value) == 2:
+                    if v in g.last_vars:
+                        g.acc[v][:] = value[-1] if np.ndim(value) == 2 else value
+                    elif np.ndim(value) == 2:
                         g.acc[v] += value.sum(axis=0)
                     else:
                         g.acc[v] += value if n_sub == 1 else value * n_sub
                 g.count += n_sub
                 if g.count >= g.every:
-                    self._emit(g, {v: (g.acc[v] / g.every)[None, :] for v in g.vars})
+                    self._emit(g, {v: (g.acc[v] if v in g.last_vars else g.acc[v] / g.every)[None, :]
+                                   for v in g.vars})
                     for v in g.vars:
                         g.acc[v][:] = 0.0
                     g.count = 0
@@ -142,7 +149,8 @@ class Recorder:
                 for v, key in zip(g.vars, g.keys):
                     value = state[key]
                     if np.ndim(value) == 2:
-                        rows[v] = value.reshape(k, g.every, g.n_entities).mean(axis=1)
+                        blocks = value.reshape(k, g.every, g.n_entities)
+                        rows[v] = blocks[:, -1] if v in g.last_vars else blocks.mean(axis=1)
                     else:
                         rows[v] = np.broadcast_to(value, (k, g.n_entities))
                 self._emit(g, rows)
@@ -187,6 +195,8 @@ class Recorder:
                 out[name] = {v: g.out[v][g.filled - 1] for v in g.out}
             elif g.last is not None:
                 out[name] = g.last
+            elif g.count:  # before the first interval ends: the mean so far (the live view needs it)
+                out[name] = {v: g.acc[v] if v in g.last_vars else g.acc[v] / g.count for v in g.vars}
         return out
 
     def snapshot(self) -> dict[str, dict[str, np.ndarray]]:

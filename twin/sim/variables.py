@@ -8,13 +8,15 @@ variable table (:func:`variable_table`). A variable has one definition: two clas
 the same key must declare the same :class:`Var` (e.g. the two CDU implementations).
 
 Every recorded value is the mean over its recording interval (powers and temperatures alike), so
-interval energies are exact; ratios (``pue``) are ratios of the interval-mean powers.
+interval energies are exact; ratios (``pue``) are ratios of the interval-mean powers; categorical
+variables (``last``, e.g. a job's ``state``) hold the value at the end of the interval.
 """
 
 from __future__ import annotations
 
 from twin.cooling.cdu import PlantCdu, SimpleCdu
 from twin.cooling.liquid_to_air import LiquidToAirCdu
+from twin.network.component import NetworkPower
 from twin.power.chain import PowerChain
 from twin.power.chips import ChipPower, Governors
 from twin.power.shelves import Shelves
@@ -25,7 +27,7 @@ from twin.workload.components import Demand, JobAccounting
 
 #: Component classes, in the order their variables are listed.
 COMPONENT_TYPES: tuple[type, ...] = (
-    Shelves, PowerChain, SimpleCdu, PlantCdu, LiquidToAirCdu, RackThermal, ChipPower, Governors, Demand,
+    NetworkPower, Shelves, PowerChain, SimpleCdu, PlantCdu, LiquidToAirCdu, RackThermal, ChipPower, Governors, Demand,
     JobAccounting,
 )
 

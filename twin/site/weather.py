@@ -65,12 +65,30 @@ _EPW_SCALE = {"rh": PERCENT}
 #: EPW "missing" codes: a value at or above the code is missing (EPW data dictionary).
 _EPW_MISSING = {"t_dry_bulb": 99.9, "t_dew_point": 99.9, "rh": 999.0, "pressure": 999999.0}
 
+#: Plausible outdoor air temperatures [degC]: the recorded extremes are −89.2 °C (Vostok, 1983)
+#: and 56.7 °C (Death Valley, 1913; WMO archive of weather and climate extremes). A weather file
+#: outside this range is in other units (kelvin, °F), not a climate.
+T_OUTDOOR_RANGE = (-90.0, 60.0)
+#: Plausible barometric pressure [Pa]: from the summit of Everest (~33 kPa) to the highest
+#: sea-level reading (~108.4 kPa); a file outside it is in hPa, kPa or inHg, not Pa.
+PRESSURE_RANGE = (30e3, 110e3)
+#: Lengths of a year that make a regular CSV series a typical year that wraps round [s].
+YEAR_LENGTHS = (365 * SECONDS_PER_DAY, 366 * SECONDS_PER_DAY)
+
 #: ASHRAE fraction of the daily dry-bulb range below the daily maximum, for hours 1..24 of the
 #: day (ASHRAE Fundamentals 2009–2021 ch. 14, Table 6; the default profile of EnergyPlus).
 DAILY_RANGE_FRACTION = np.array([
     0.88, 0.92, 0.95, 0.98, 1.00, 0.98, 0.91, 0.74, 0.55, 0.38, 0.23, 0.13,
     0.05, 0.00, 0.00, 0.06, 0.14, 0.24, 0.39, 0.50, 0.59, 0.68, 0.75, 0.82,
 ])  # fmt: skip
+
+
+def _seconds_text(seconds: float) -> str:
+    """``3,600 s`` → ``1 h``; ``2,592,000 s`` → ``30 d`` (for messages)."""
+    for unit, size in (("d", SECONDS_PER_DAY), ("h", SECONDS_PER_HOUR), ("min", 60.0)):
+        if seconds >= size and abs(seconds / size - round(seconds / size)) < 1e-9:
+            return f"{seconds / size:,.0f} {unit}"
+    return f"{seconds:,.6g} s"
 
 
 # --------------------------------------------------------------------------------------------
@@ -716,9 +734,13 @@ class Weather:
         Series time at simulation time 0 [s] (a periodic series' start, e.g. a day of year).
     source : str, optional
         Where the data came from, for messages.
+    hold : float, optional
+        How long the last sample of a finite series holds after its time [s] (a CSV series of
+        regular samples covers one sample step past its last row).
     """
 
-    def __init__(self, time, t_dry_bulb, t_wet_bulb, period=None, offset=0.0, source="weather"):
+    def __init__(self, time, t_dry_bulb, t_wet_bulb, period=None, offset=0.0, source="weather", hold=0.0):
+        self.hold = float(hold)
         self.time = np.atleast_1d(np.asarray(time, dtype=float))
         self._t_dry_bulb = np.atleast_1d(np.asarray(t_dry_bulb, dtype=float))
         self._t_wet_bulb = np.atleast_1d(np.asarray(t_wet_bulb, dtype=float))
@@ -733,6 +755,34 @@ class Weather:
             raise ValueError(f"{source}: sample times must be strictly increasing")
         if np.any(self._t_wet_bulb > self._t_dry_bulb + 1e-9):
             raise ValueError(f"{source}: wet-bulb above dry-bulb")
+
+    @property
+    def end(self) -> float:
+        """Last simulation time the series covers [s] (inf for a periodic or constant series)."""
+        if self.period is not None or self.time.size == 1:
+            return np.inf
+        return self.time[-1] + self.hold - self.offset
+
+    def span_error(self, duration: float) -> str | None:
+        """Why this weather cannot serve a run from 0 to ``duration`` [s], or None if it can.
+
+        Checked when a simulation is built, so a file that ends too early is one line before the
+        run starts, not an error at the step that runs past its end.
+        """
+        if self.period is not None or self.time.size == 1:
+            return None
+        start, end = self.time[0] - self.offset, self.end
+        step = np.median(np.diff(self.time))
+        what = (f"{self.time.size:,} samples every {_seconds_text(step)}" if np.allclose(np.diff(self.time), step)
+                else f"{self.time.size:,} samples")
+        if start > 0:
+            return (f"{self.source}: the series starts at {_seconds_text(start)}, after the run's start "
+                    f"(the first row is time 0 of the run)")
+        if duration > end + 1e-6 * max(1.0, end):
+            return (f"{self.source}: covers {_seconds_text(end)} ({what}; the last one holds for one "
+                    f"step); the run needs {_seconds_text(duration)}: give a longer file (a whole year "
+                    f"of regular samples wraps round) or a shorter run")
+        return None
 
     # -- constructors ------------------------------------------------------------------------
     @classmethod
@@ -812,8 +862,18 @@ class Weather:
         Raises
         ------
         ValueError
-            Missing column, non-numeric value, rh outside 0..1, times not increasing; the
-            message names the file and line.
+            Missing column, non-numeric value, rh outside 0..1, a temperature or pressure that
+            cannot be degC or Pa (:data:`T_OUTDOOR_RANGE`, :data:`PRESSURE_RANGE`), times not
+            increasing; the message names the file and line.
+
+        Notes
+        -----
+        Span: the last row holds for one sample step, so an hourly file of N rows covers N
+        hours. A file of regular samples spanning exactly a year (8,760 hourly rows, or 8,784
+        for a leap year, from time 0) is a typical year like an EPW file: it wraps round,
+        interpolating from its last row back to its first, and serves runs of any length.
+        Any other file serves runs up to what it covers; a longer run is refused when the
+        simulation is built (:meth:`span_error`).
         """
         try:
             df = pd.read_csv(path, skipinitialspace=True)
@@ -858,10 +918,21 @@ class Weather:
         back = np.flatnonzero(np.diff(time) <= 0)
         if back.size:
             raise ValueError(f"{path}:{back[0] + 3}: time does not increase")
+        def plausible(col, values, lo, hi, units, hint):
+            bad = np.flatnonzero((values < lo) | (values > hi))
+            if bad.size:
+                raise ValueError(f"{path}:{bad[0] + 2}: {col} {values[bad[0]]:g} is outside "
+                                 f"{lo:g}..{hi:g} {units}: {hint}")
+
         t_db = numeric("t_dry_bulb")
+        plausible("t_dry_bulb", t_db, *T_OUTDOOR_RANGE, "degC", "the column is in degC, not kelvin or °F")
         p = numeric("pressure") if "pressure" in df.columns else pressure
+        if "pressure" in df.columns:
+            plausible("pressure", p, *PRESSURE_RANGE, "Pa", "the column is in Pa, not hPa, kPa or inHg")
         col = humidity[0]
         h = numeric(col)
+        if col in ("t_wet_bulb", "t_dew_point"):
+            plausible(col, h, *T_OUTDOOR_RANGE, "degC", "the column is in degC, not kelvin or °F")
         if col == "t_wet_bulb":
             t_wb = h
             above = np.flatnonzero(t_wb > t_db)
@@ -874,7 +945,12 @@ class Weather:
             t_wb = wet_bulb(t_db, rh=h, pressure=p)
         else:
             t_wb = wet_bulb(t_db, t_dew_point=h, pressure=p)
-        return cls(time, t_db, t_wb, source=str(path))
+        steps = np.diff(time)
+        step = float(steps[0]) if steps.size and np.allclose(steps, steps[0], rtol=0, atol=1e-6) else 0.0
+        span = time.size * step
+        if step > 0 and time[0] == 0 and any(abs(span - y) < 1e-6 for y in YEAR_LENGTHS):
+            return cls(time, t_db, t_wb, period=span, source=str(path))  # a typical year: wraps round
+        return cls(time, t_db, t_wb, source=str(path), hold=step if step > 0 else 0.0)
 
     # -- queries -----------------------------------------------------------------------------
     def _sample(self, values, time) -> np.ndarray:
@@ -884,12 +960,12 @@ class Weather:
         if self.period is not None:
             return np.interp(time + self.offset, self.time, values, period=self.period)
         t = time + self.offset
-        if t.size and (np.min(t) < self.time[0] or np.max(t) > self.time[-1]):
+        if t.size and (np.min(t) < self.time[0] or np.max(t) > self.time[-1] + self.hold):
             raise ValueError(
                 f"{self.source}: weather asked for time {np.min(t):g}..{np.max(t):g} s, "
-                f"outside the series {self.time[0]:g}..{self.time[-1]:g} s"
+                f"outside the series {self.time[0]:g}..{self.time[-1] + self.hold:g} s"
             )
-        return np.interp(t, self.time, values)
+        return np.interp(t, self.time, values)  # the last value holds beyond the last sample
 
     def t_dry_bulb(self, time) -> np.ndarray:
         """Outdoor dry-bulb temperature [degC] at simulation times ``time`` [s]."""

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from twin.scenario.errors import ScenarioError
+from twin.scenario.errors import OptionError, ScenarioError
 
 #: Default largest number of template units tried (the scenario's per-entry count limit).
 MAX_UNITS = 100_000
@@ -60,6 +60,7 @@ class Probe:
     throttled_share: float = math.nan  # [1]
     capped_share: float = math.nan  # [1]
     tripped: int = 0
+    idle_racks: int = 0  # racks no workload rule or job selects
     error: str = ""
     wall: float = 0.0  # [s]
     violated: tuple[str, ...] = ()
@@ -105,6 +106,7 @@ def run_probe(base: str, overrides: dict, n: int) -> dict:
     """Run the scenario with ``overrides`` and return the probe's measures (plain data)."""
     import numpy as np
 
+    from twin.report.diagnostics import unselected_racks
     from twin.scenario import load_scenario
     from twin.sim.driver import Simulation
     from twin.sweep.run import tune_malloc
@@ -136,6 +138,7 @@ def run_probe(base: str, overrides: dict, n: int) -> dict:
         "throttled_share": float(tot.throttled_device_seconds / (sy.n_devices * seconds)) if seconds else 0.0,
         "capped_share": float(sim.capped_rack_seconds / (sy.n_racks * seconds)) if seconds else 0.0,
         "tripped": int(tot.devices_tripped),
+        "idle_racks": len(unselected_racks(sim)),
         "wall": time.perf_counter() - t0,
     }
 
@@ -210,18 +213,18 @@ def setup(scenario: str | Path, template: str, row: str | None = None, cdu: str 
     from twin.scenario.layout import expand_cdus
 
     scenario = Path(scenario)
-    loaded = load_scenario(scenario, {"time": {"duration": duration}} if duration else None)
+    loaded = load_scenario(scenario, {"time": {"duration": duration}} if duration else None,
+                           options={"time.duration": "--duration"})
     sc, cat = loaded.scenario, loaded.catalog
-    name = str(scenario)
     if template not in cat.templates():
-        raise ScenarioError(f"--rack: unknown template '{template}' (known: {', '.join(cat.templates())})", file=name)
+        raise OptionError("--rack", f"unknown template '{template}' (known: {', '.join(cat.templates())})")
     rows = [(h, r, rw) for h, hall in enumerate(sc.halls) for r, rw in enumerate(hall.rows)]
     if row is None:
         h, r, row_spec = rows[0]
     else:
         found = [x for x in rows if x[2].name == row]
         if not found:
-            raise ScenarioError(f"--row: unknown row '{row}' (known: {', '.join(x[2].name for x in rows)})", file=name)
+            raise OptionError("--row", f"unknown row '{row}' (known: {', '.join(x[2].name for x in rows)})")
         h, r, row_spec = found[0]
     members = cat.systems[template].racks if template in cat.systems else [template]
     unit_flow = sum(cat.racks[m].coolant_flow.si for m in members)
@@ -232,7 +235,7 @@ def setup(scenario: str | Path, template: str, row: str | None = None, cdu: str 
     if cdu is not None:
         if cdu not in cdu_names:
             known = ", ".join(sorted(cdu_names)) or "none defined"
-            raise ScenarioError(f"--cdu: unknown CDU '{cdu}' (known: {known})", file=name)
+            raise OptionError("--cdu", f"unknown CDU '{cdu}' (known: {known})")
         return _Setup(scenario, data, h, r, row_spec.name, template, len(members), cdu, None, 1,
                       rack_entry, duration)
     # A new CDU family like the row's CDU (or the first CDU, or the default one).
@@ -404,6 +407,9 @@ def capacity_search(scenario: str | Path, template: str, budget_power: float, bu
     if above:
         notes.append(f"not monotone: {min(above)} units also fit although {hi} do not; "
                      "the answer is the largest N below the first that does not fit")
+    if 0 in probes and any(p.idle_racks > probes[0].idle_racks for n, p in probes.items() if n > 0 and not p.error):
+        notes.append("the added racks are selected by no workload rule or job (rules that name racks "
+                     "do not reach them): they stay idle, so only their idle power counts")
     binding = probes[hi].violated if hi is not None else ()
     if hi is None:
         notes.append(f"no constraint binds up to {max_units} units (--max-units)")

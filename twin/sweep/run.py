@@ -159,6 +159,11 @@ class SweepResult:
     errors: dict[int, str] = field(default_factory=dict)
 
 
+#: Where the LocalCluster scheduler's HTTP server listens: a free port on the loopback interface.
+#: Dask starts that server even without a dashboard, on port 8787 unless told otherwise, and
+#: warns (and moves) when 8787 is taken by another cluster or program; no dashboard is served.
+SCHEDULER_HTTP = "127.0.0.1:0"
+
 #: Environment of LocalCluster worker processes (Dask's default without MALLOC_TRIM_THRESHOLD_).
 WORKER_ENVIRON = {"OMP_NUM_THREADS": 1, "MKL_NUM_THREADS": 1, "OPENBLAS_NUM_THREADS": 1}
 
@@ -167,7 +172,9 @@ def dask_client(workers: int | None = None, scheduler: str | None = None, n_task
     """Context manager giving a Dask client: the scheduler at ``scheduler``, or a LocalCluster of
     ``workers`` processes (default: CPU count, at most ``n_tasks``) with one thread each.
 
-    Two Dask defaults are changed for the LocalCluster's workers:
+    The scheduler serves no dashboard and binds its HTTP endpoint to a free loopback port
+    (:data:`SCHEDULER_HTTP`), never 8787. Two Dask defaults are changed for the LocalCluster's
+    workers:
 
     - ``MALLOC_TRIM_THRESHOLD_`` is not set (Dask sets 65536 to return memory to the OS
       sooner; see :func:`tune_malloc` for what it costs and how workers of other clusters are
@@ -177,18 +184,28 @@ def dask_client(workers: int | None = None, scheduler: str | None = None, n_task
     """
     import contextlib
 
+    from twin.extras import require
+
+    require("distributed", "sweep", "running on Dask (twin sweep, twin capacity --workers/--scheduler)")
     import dask
     from distributed import Client, LocalCluster
 
     if scheduler:
-        return Client(scheduler)
+        from twin.scenario.errors import OptionError
+
+        try:
+            return Client(scheduler)
+        except (OSError, ValueError, TypeError) as exc:  # unreachable, refused or malformed
+            why = " ".join(str(exc).split()) or type(exc).__name__
+            raise OptionError("--scheduler", f"cannot connect to '{scheduler}': {why}") from None
     n = workers or min(os.cpu_count() or 1, max(n_tasks, 1))
 
     @contextlib.contextmanager
     def local():
         with dask.config.set({"distributed.worker.profile.enabled": False,
                               "distributed.nanny.pre-spawn-environ": WORKER_ENVIRON}):
-            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None)
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                   dashboard_address=SCHEDULER_HTTP, scheduler_kwargs={"dashboard": False})
         with cluster, Client(cluster) as client:
             yield client
 

@@ -37,7 +37,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
-from twin.scenario.errors import ScenarioError, format_path
+from twin.scenario.errors import OptionError, ScenarioError, format_path
 from twin.scenario.loader import _line_of, _read, read_document
 from twin.units import DIMENSIONS, QuantityError, parse_quantity, udunits, ureg
 
@@ -449,6 +449,11 @@ def load_sweep(path: str | Path, duration: str | None = None) -> SweepPlan:
     def fail(loc, message):
         return ScenarioError(message, file=name, line=_line_of(lines, loc), path=format_path(loc))
 
+    if "base" not in data and "halls" in data:
+        raise ScenarioError("this is a scenario (it has 'halls'), not a sweep file (a sweep file has "
+                            "'base' and 'parameters'); `twin run` runs it", file=name,
+                            line=_line_of(lines, ("halls",)))
+
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
@@ -461,7 +466,7 @@ def load_sweep(path: str | Path, duration: str | None = None) -> SweepPlan:
             if not parse_quantity(duration, "time") > 0:
                 raise QuantityError(f"must be positive, got {duration!r}")
         except QuantityError as exc:
-            raise ScenarioError(f"--duration: {exc}", file=name) from None
+            raise OptionError("--duration", str(exc)) from None
 
     base = (path.parent / spec.base)
     if not base.is_file():

@@ -28,10 +28,10 @@ Control 23(3), 1978.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.linalg
-import scipy.sparse
-from scipy.integrate import BDF, solve_ivp
 
 from twin.thermal.network import SledGroup, conductance_matrices
 
@@ -65,7 +65,16 @@ def van_loan(A: np.ndarray, h: float):
 
 
 class _Block:
-    """Precomputed propagators of one sled group at one flow state."""
+    """Precomputed propagators of one sled group at one flow state.
+
+    Row-vector form, with the heat input's 1/C and the mean's 1/h folded in, so one product
+    advances the nodes and gives the fluid means together::
+
+        [T | q] @ W = [T(h) | T̄_fluid],   W = [[Eᵀ, Φ_fᵀ/h], [C⁻¹Φᵀ, C⁻¹Ψ_fᵀ/h]]
+
+    Sleds with the same flows share one W; the sleds of each distinct flow state are advanced
+    with one matrix product (a Python loop over flow states, never over sleds or devices).
+    """
 
     def __init__(self, group: SledGroup, m_coolant, m_air, h):
         self.group = group
@@ -79,14 +88,16 @@ class _Block:
         self.b = b[self.inverse]  # (n, m) [W/K]
         E, Phi, Psi = van_loan(self.A, h)
         fluid = [group.cool, group.air]
-        # Row-vector form: T_new = T @ E.T + g @ Phi.T
-        self.Et = np.ascontiguousarray(np.swapaxes(E, 1, 2))
-        self.Phit = np.ascontiguousarray(np.swapaxes(Phi, 1, 2))
-        self.Phi_f = np.ascontiguousarray(np.swapaxes(Phi[:, fluid, :], 1, 2))  # (u, m, 2)
-        self.Psi_f = np.ascontiguousarray(np.swapaxes(Psi[:, fluid, :], 1, 2))
-        if not self.shared:
-            self.Et, self.Phit = self.Et[self.inverse], self.Phit[self.inverse]
-            self.Phi_f, self.Psi_f = self.Phi_f[self.inverse], self.Psi_f[self.inverse]
+        u, m = E.shape[0], group.m
+        W = np.empty((u, 2 * m, m + 2))
+        W[:, :m, :m] = np.swapaxes(E, 1, 2)
+        W[:, :m, m:] = np.swapaxes(Phi[:, fluid, :], 1, 2) / h
+        W[:, m:, :m] = np.swapaxes(Phi, 1, 2) / self.cap[None, :, None]
+        W[:, m:, m:] = np.swapaxes(Psi[:, fluid, :], 1, 2) / (self.cap[None, :, None] * h)
+        self.W = W
+        # Rows of each flow state (None: all sleds share state 0).
+        self.rows = None if self.shared else [np.flatnonzero(self.inverse == j) for j in range(u)]
+        self.X = np.empty((self.inverse.size, 2 * m))  # [T | q], filled each step
 
 
 class ExponentialIntegrator:
@@ -124,15 +135,17 @@ class ExponentialIntegrator:
             Step-mean temperature of the coolant and air nodes [degC].
         """
         blk = self.blocks[i]
-        g = q / blk.cap
-        h = self.h
+        m = T.shape[1]
+        X = blk.X
+        X[:, :m] = T
+        X[:, m:] = q
         if blk.shared:
-            T_new = T @ blk.Et[0] + g @ blk.Phit[0]
-            mean = (T @ blk.Phi_f[0] + g @ blk.Psi_f[0]) / h
+            out = X @ blk.W[0]
         else:
-            T_new = np.einsum("nj,nji->ni", T, blk.Et) + np.einsum("nj,nji->ni", g, blk.Phit)
-            mean = (np.einsum("nj,nji->ni", T, blk.Phi_f) + np.einsum("nj,nji->ni", g, blk.Psi_f)) / h
-        return T_new, mean
+            out = np.empty((X.shape[0], m + 2))
+            for j, rows in enumerate(blk.rows):
+                out[rows] = X[rows] @ blk.W[j]
+        return out[:, :m], out[:, m:]
 
     def steady_state(self, i: int, q: np.ndarray) -> np.ndarray:
         """Steady node temperatures for constant heat input ``q`` (n, m) [W]: L T = q."""
@@ -147,14 +160,20 @@ class ExponentialIntegrator:
         return np.linalg.solve(A, g[..., None])[..., 0]
 
 
-class _ZeroedBDF(BDF):
+@functools.cache
+def _zeroed_bdf():
     """scipy's BDF with its difference array zeroed at the start: the rows above the first two
     are allocated uninitialised and can be read on the first step, which made the reference path
-    depend on memory contents."""
+    depend on memory contents. (Built on first use: scipy.integrate takes ~0.3 s to import and
+    only the reference path needs it.)"""
+    from scipy.integrate import BDF
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.D[2:] = 0.0
+    class ZeroedBDF(BDF):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.D[2:] = 0.0
+
+    return ZeroedBDF
 
 
 class ReferenceIntegrator(ExponentialIntegrator):
@@ -165,6 +184,8 @@ class ReferenceIntegrator(ExponentialIntegrator):
     atol = 1e-8
 
     def set_flows(self, i, m_coolant, m_air):
+        import scipy.sparse
+
         super().set_flows(i, m_coolant, m_air)
         blk = self.blocks[i]
         n, m = blk.b.shape
@@ -180,12 +201,14 @@ class ReferenceIntegrator(ExponentialIntegrator):
         blk.jac = scipy.sparse.hstack([top, zeros], format="csc")
 
     def step(self, i, T, q):
+        from scipy.integrate import solve_ivp
+
         blk = self.blocks[i]
         n, m = T.shape
         g = np.concatenate([(q / blk.cap).ravel(), np.zeros(2 * n)])
         jac = blk.jac
         y0 = np.concatenate([T.ravel(), np.zeros(2 * n)])
-        sol = solve_ivp(lambda t, y: jac @ y + g, (0.0, self.h), y0, method=_ZeroedBDF,
+        sol = solve_ivp(lambda t, y: jac @ y + g, (0.0, self.h), y0, method=_zeroed_bdf(),
                         jac=jac, rtol=self.rtol, atol=self.atol)
         if not sol.success:
             raise RuntimeError(f"reference solver failed in sled group '{blk.group.template}': {sol.message}")

@@ -58,7 +58,7 @@ class RackThermal(Component):
     """
 
     inputs = ("device.p_step", "rack.p_loss", "cdu.t_supply_next", "cdu.flow_factor",
-              "facility.t_cold_aisle_next")
+              "facility.t_cold_aisle_next", "facility.p_network")
     outputs = (T_DIE, SLED_T_COOLANT_OUT, SLED_T_AIR_OUT, SLED_P_FAN, *RACK_VARS, *CDU_VARS,
                T_COLD_AISLE, Q_AIR)
     events = ("coolant_flow_loss", "rack_fan_failure")
@@ -74,6 +74,7 @@ class RackThermal(Component):
         self.m_air = np.full(sy.sled_name.size, np.nan)
         self.T = [np.zeros((g.sleds.size, g.m)) for g in sy.groups]
         self.t_die = np.full(sy.n_devices, 0.0)
+        self.t_die_peak = np.full(sy.n_devices, -np.inf)  # highest die temperature of each device [degC]
         self._flow_factor = None  # the CDU flow factors the flows were built with
         self._supply = None  # the boundary values q_base was built with
         self._t_cold_aisle = None
@@ -214,6 +215,8 @@ class RackThermal(Component):
         state["cdu.flow"] = cdu_flow
         state["cdu.q_in"] = cdu_q
         state["facility.t_cold_aisle"] = np.array([self.t_cold_aisle])
-        state["facility.q_air"] = np.array([float(q_air.sum())])
+        q_room = float(q_air.sum() + state["facility.p_network"][0])  # + network switches and optics
+        state["facility.q_air"] = np.array([q_room])
         tot.e_liquid += q_liq.sum() * dt
-        tot.e_air += q_air.sum() * dt
+        tot.e_air += q_room * dt
+        np.maximum(self.t_die_peak, self.t_die, out=self.t_die_peak)

@@ -22,7 +22,8 @@ JOB_VARS = (
     Var("job", "throughput", "s-1", "progress per second (inference: output tokens per second)"),
     Var("job", "tokens", "1", "tokens processed, cumulative"),
     Var("job", "p", "W", "device power attributed to the job"),
-    Var("job", "state", "1", "0 queued, 1 running, 2 checkpoint, 3 restarting, 4 done"),
+    Var("job", "state", "1", "state at the end of the interval: 0 queued, 1 running, 2 checkpoint, "
+        "3 restarting, 4 done, 5 unplaceable", last=True),
 )
 
 
@@ -40,6 +41,7 @@ class Demand(Component):
 
     def __init__(self, workload):
         self.workload = workload
+        self.ever_used = np.zeros(workload.n_devices, dtype=bool)  # demanded utilisation ever above 0
 
     def initialise(self, state) -> None:
         jobs = self.workload.jobs
@@ -53,6 +55,7 @@ class Demand(Component):
                                          state["device.t_die"])
         state["device.u"] = u
         state["device.repair"] = repair
+        self.ever_used |= u.max(axis=0) > 0
 
 
 class JobAccounting(Component):

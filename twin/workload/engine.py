@@ -35,9 +35,17 @@ class Workload:
         self.n_sub = max(1, int(round(self.h / self.h_w)))
         self.rules = ProfileWorkload(scenario, system, base)
         rng = np.random.default_rng(scenario.seed)
-        self.jobs = (JobSet(scenario.jobs, system, catalog, rng, self.h_w, base, scenario.time.duration)
-                     if scenario.jobs else None)
+        scale_out = scenario.network.scale_out if scenario.network is not None else None
+        self.jobs = (JobSet(scenario.jobs, system, catalog, rng, self.h_w, base, scenario.time.duration,
+                            scale_out) if scenario.jobs else None)
         self.n_devices = system.n_devices
+        #: Devices some rule or job selects (a job's candidates, before placement).
+        self.selected = np.zeros(system.n_devices, dtype=bool)
+        for rule in self.rules.rules:
+            idx = rule[2]
+            self.selected[idx] = True
+        for job in self.jobs.jobs if self.jobs is not None else ():
+            self.selected[job.candidates] = True
         self._block = np.zeros((0, self.n_sub, self.n_devices))
         self._next = 0
         self._block_t = 0.0

@@ -20,6 +20,7 @@ import numpy as np
 
 from twin.scenario.errors import FieldError
 from twin.scenario.model import CpuJob, InferenceJob, TrainingJob
+from twin.workload.placement import choose_gang, largest_domain
 from twin.workload.profile import profile_mean, select_devices
 
 def phase_integral(x, share):
@@ -27,10 +28,11 @@ def phase_integral(x, share):
     return np.floor(x) * share + np.minimum(np.mod(x, 1.0), share)
 
 
-#: Job states (recorded as numbers in the ``job`` group).
-QUEUED, RUNNING, CHECKPOINT, RESTARTING, DONE = 0, 1, 2, 3, 4
+#: Job states (recorded as numbers in the ``job`` group). UNPLACEABLE: the gang can never be
+#: placed (more devices than the selection holds, or no domain large enough for ``within: domain``).
+QUEUED, RUNNING, CHECKPOINT, RESTARTING, DONE, UNPLACEABLE = 0, 1, 2, 3, 4, 5
 STATE_NAMES = {QUEUED: "queued", RUNNING: "running", CHECKPOINT: "checkpoint",
-               RESTARTING: "restarting", DONE: "done"}
+               RESTARTING: "restarting", DONE: "done", UNPLACEABLE: "unplaceable"}
 NETWORK_ROLES = ("nic", "switch")
 
 
@@ -56,6 +58,11 @@ class JobState:
     paused: bool = False  # inside a checkpoint window at the end of the last step
     rate: float = 0.0  # iterations (or work units) per second over the last step
     power: float = 0.0  # attributed device power over the last step [W]
+    unplaceable: str = ""  # why the gang can never be placed
+    path: object = None  # CollectivePath of a placed gang (training with fabric timing)
+    t_collective: float = np.nan  # all-reduce (+ all-to-all) time per iteration on its fabrics [s]
+    #: scale-out NICs of a gang inside one scale-up domain: its collectives do not cross them
+    quiet_nics: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def all_devices(self) -> np.ndarray:
@@ -66,9 +73,14 @@ class JobSet:
     """All jobs of a scenario, their placement and their per-step demand."""
 
     def __init__(self, jobs, system, catalog, rng: np.random.Generator, h_w: float, base=None,
-                 duration: float | None = None):
+                 duration: float | None = None, scale_out: str | None = None):
+        from twin.network.paths import DEFAULT_SCALE_OUT
+
         self.duration = duration
         self.system = system
+        self.catalog = catalog
+        self.scale_out = scale_out or DEFAULT_SCALE_OUT
+        self.domain = np.unique(system.rack_system[system.device_rack], return_inverse=True)[1]
         self.rng = rng
         self.h_w = h_w
         self.owner = np.full(system.n_devices, -1, dtype=np.int64)
@@ -81,11 +93,24 @@ class JobSet:
             mask = select_devices(job.spec.devices.select, system) & (system.device_kind == job.spec.devices.kind)
             available = int(mask.sum())
             need = job.spec.devices.count or available
-            if available == 0 or need > available:
-                raise FieldError(("jobs", job.index, "devices"),
-                                 f"asks for {need} '{job.spec.devices.kind}' devices; the selection has {available}")
             job.candidates = np.flatnonzero(mask)
             job.need = need
+            if isinstance(job.spec, TrainingJob):  # phases; from the fabric once placed (_fabric_timing)
+                job.iteration_time = job.spec.iteration_time
+                job.compute_share = job.spec.compute_share
+                job.all_to_all_share = job.spec.all_to_all_share
+            biggest = largest_domain(self.domain[job.candidates])
+            if available == 0 or need > available:
+                job.unplaceable = (f"asks for {need} '{job.spec.devices.kind}' devices; "
+                                   f"the selection has {available}")
+            elif job.spec.devices.within == "domain" and need > biggest:
+                job.unplaceable = (f"asks for {need} '{job.spec.devices.kind}' devices in one scale-up domain; "
+                                   f"the largest holds {biggest}")
+            if job.unplaceable:
+                job.state = UNPLACEABLE
+                continue
+            if self._fabric_timed(job):
+                self._check_fabrics(job)
             if isinstance(job.spec, InferenceJob):
                 if need % job.spec.replica_size:
                     raise FieldError(("jobs", job.index, "replica_size"),
@@ -122,18 +147,20 @@ class JobSet:
 
     # -- placement ------------------------------------------------------------------------------
     def _place(self, job: JobState) -> bool:
-        """Gang placement: whole scale-up domains (UltraServer / NVL rack) first, in order."""
+        """Gang placement by scale-up domain (:func:`twin.workload.placement.choose_gang`)."""
         sy = self.system
         free = job.candidates[self.owner[job.candidates] < 0]
-        if free.size < job.need:
+        pick = choose_gang(self.domain[free], job.need, job.spec.devices.within == "domain")
+        if pick is None:
             return False
-        domains = sy.rack_system[sy.device_rack[free]]
-        # Whole domains in layout order: a gang never straddles more domains than it needs.
-        _, first, counts = np.unique(domains, return_index=True, return_counts=True)
-        order = np.argsort(first)
-        take = np.minimum(counts[order], np.maximum(job.need - np.concatenate([[0], np.cumsum(counts[order])[:-1]]), 0))
-        chosen = [free[first[o]: first[o] + k] if k else free[:0] for o, k in zip(order, take)]
-        job.devices = np.concatenate(chosen)
+        job.devices = free[pick]
+        if self._fabric_timed(job):
+            from twin.network.paths import PathError, collective_path
+
+            try:
+                job.path = collective_path(self.system, self.catalog, job.devices, self.scale_out)
+            except PathError:
+                return False  # e.g. a span over sleds without scale-out NICs: wait for a better spot
         sleds = np.unique(sy.device_sled[job.devices])
         in_sleds = np.isin(sy.device_sled, sleds) & (self.owner < 0)
         in_sleds[job.devices] = False
@@ -141,6 +168,8 @@ class JobSet:
         job.hosts = (np.flatnonzero(in_sleds & (self.role == "cpu"))
                      if isinstance(job.spec, (TrainingJob, InferenceJob)) else np.zeros(0, np.int64))
         self.owner[job.all_devices] = job.index
+        if self._fabric_timed(job):
+            self._fabric_timing(job)
         smoothing = getattr(job.spec, "smoothing", None)
         if smoothing is not None:
             tdp = sy.chip["tdp"][job.devices]
@@ -149,6 +178,63 @@ class JobSet:
             if smoothing.ramp is not None:
                 self.ramp[job.devices] = smoothing.ramp
         return True
+
+    @staticmethod
+    def _fabric_timed(job: JobState) -> bool:
+        """Training whose collective phases come from the fabrics (``collective_bytes`` or
+        ``all_to_all_bytes``)."""
+        spec = job.spec
+        return isinstance(spec, TrainingJob) and bool(spec.collective_bytes or spec.all_to_all_bytes)
+
+    def _check_fabrics(self, job: JobState) -> None:
+        """Fabric-timed jobs: every candidate has a scale-up fabric, and a gang larger than any
+        domain has a scale-out fabric with NICs on its sleds (raises FieldError)."""
+        from twin.network.paths import PathError, collective_path
+
+        sy, c = self.system, job.candidates
+        none = c[sy.device_fabric[c] == ""] if sy.device_fabric.size else c
+        if none.size:
+            d = none[0]
+            raise FieldError(("jobs", job.index, "collective_bytes" if job.spec.collective_bytes
+                              else "all_to_all_bytes"),
+                             f"'{sy.device_kind[d]}' in rack '{sy.rack_name[sy.device_rack[d]]}' has no "
+                             "scale-up fabric to time collectives on (give its rack or system a `fabric:`)")
+        if job.need > largest_domain(self.domain[c]):
+            try:
+                collective_path(sy, self.catalog, c, self.scale_out)
+            except PathError as exc:
+                raise FieldError(("jobs", job.index, "devices"), str(exc)) from None
+
+    def _fabric_timing(self, job: JobState) -> None:
+        """Iteration phases of a placed gang from its fabrics: compute for ``iteration_time ×
+        compute_share``, then the all-to-all and all-reduce times of its collective path."""
+        from twin.network.collectives import allreduce_time, path_all_to_all_time
+
+        spec = job.spec
+        t_compute = spec.iteration_time * spec.compute_share
+        t_a2a = (float(path_all_to_all_time(job.path, spec.all_to_all_bytes)) if spec.all_to_all_bytes
+                 else spec.iteration_time * spec.all_to_all_share)
+        t_ar = (float(allreduce_time(job.path, spec.collective_bytes, spec.collective_algorithm))
+                if spec.collective_bytes else spec.iteration_time * (1 - spec.compute_share - spec.all_to_all_share))
+        job.t_collective = t_a2a + t_ar
+        if job.path.domains == 1:
+            job.quiet_nics = job.network[self.role[job.network] == "nic"]
+        job.iteration_time = t_compute + t_a2a + t_ar
+        job.compute_share = t_compute / job.iteration_time
+        job.all_to_all_share = t_a2a / job.iteration_time
+
+    def warnings(self, t_end: float) -> list[str]:
+        """Jobs that did nothing: never placed, never started, or served no request."""
+        out = []
+        for job in self.jobs:
+            name = f"job {job.spec.name}"
+            if job.state == UNPLACEABLE:
+                out.append(f"{name} can never be placed: {job.unplaceable}")
+            elif job.state == QUEUED and job.spec.start < t_end:
+                out.append(f"{name} never started: its devices were busy the whole run")
+            elif isinstance(job.spec, InferenceJob) and job.state != QUEUED and job.progress == 0:
+                out.append(f"{name} served 0 requests")
+        return out
 
     def _release(self, job: JobState) -> None:
         self.owner[job.all_devices] = -1
@@ -168,6 +254,8 @@ class JobSet:
         ts = t + self.h_w * np.arange(n_sub)
         for job in self.jobs:
             spec = job.spec
+            if job.state == UNPLACEABLE:
+                continue
             if job.state == QUEUED:
                 if t >= spec.start and self._place(job):
                     job.state = RUNNING
@@ -250,15 +338,15 @@ class JobSet:
             paused = np.mod(ts - job.started, interval) >= interval - dur
         else:
             paused = np.zeros(n, dtype=bool)
-        dp = np.where(paused, 0.0, f * self.h_w / spec.iteration_time)
+        dp = np.where(paused, 0.0, f * self.h_w / job.iteration_time)
         p = job.progress + np.concatenate([[0.0], np.cumsum(dp)[:-1]])  # at each sub-step start
         # Share of each sub-step spent in the compute and all-to-all phases: exact means over
         # the progress covered (so a step longer than an iteration gets the iteration average).
-        a2a_end = spec.compute_share + spec.all_to_all_share
+        a2a_end = job.compute_share + job.all_to_all_share
         moving = dp > 0
         span = np.where(moving, dp, 1.0)
-        f_c = np.where(moving, (phase_integral(p + dp, spec.compute_share) - phase_integral(p, spec.compute_share)) / span,
-                       np.mod(p, 1.0) < spec.compute_share)
+        f_c = np.where(moving, (phase_integral(p + dp, job.compute_share) - phase_integral(p, job.compute_share)) / span,
+                       np.mod(p, 1.0) < job.compute_share)
         f_ca = np.where(moving, (phase_integral(p + dp, a2a_end) - phase_integral(p, a2a_end)) / span,
                         np.mod(p, 1.0) < a2a_end)
         f_a = f_ca - f_c
@@ -276,6 +364,9 @@ class JobSet:
             job.paused = bool(paused[-1])
         u[:, job.devices] = u_acc[:, None]
         u[:, job.network] = u_net[:, None]
+        if job.quiet_nics.size:  # collectives stay on the scale-up fabric; NICs carry checkpoints only
+            u[:, job.quiet_nics] = (np.where(paused, 0.3, 0.1) if spec.checkpoint is not None
+                                    else np.full(n, 0.1))[:, None]
         u[:, job.hosts] = spec.host_load
         gained = float(dp.sum())
         if spec.iterations is not None and job.progress + gained >= spec.iterations:

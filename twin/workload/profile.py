@@ -12,7 +12,6 @@ import fnmatch
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from twin.scenario.errors import FieldError
 from twin.scenario.model import Scenario, Segment, Select
@@ -88,8 +87,16 @@ class Replay:
     """Per-device utilisation from a long-format table (time [s], device, u), held between samples."""
 
     def __init__(self, path: Path, system, where: tuple):
+        import pandas as pd  # only for replay files: pandas costs ~0.5 s of start-up
+
         try:
-            table = pd.read_parquet(path) if path.suffix in (".parquet", ".pq") else pd.read_csv(path)
+            if path.suffix in (".parquet", ".pq"):
+                from twin.extras import require
+
+                require("pyarrow", "parquet", "reading Parquet files")
+                table = pd.read_parquet(path)
+            else:
+                table = pd.read_csv(path)
         except Exception as exc:
             raise FieldError(where, f"cannot read replay file {path}: {exc}") from None
         missing = {"time", "device", "u"} - set(table.columns)

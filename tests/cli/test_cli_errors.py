@@ -1,0 +1,131 @@
+"""Every command-line error of every command: exit code 2, nothing on stdout, exactly one line on
+stderr, and that line names what the user typed — the option as an option, the scenario field in
+its file, the sweep field in the sweep file."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import SCENARIOS
+from twin.cli import app
+
+Q = str(SCENARIOS / "quickstart.yaml")
+SWEEP = str(SCENARIOS / "sweep-facility-water.yaml")
+CAP = ["capacity", Q, "--budget-power", "20MW"]
+
+#: (argv, the start of the one line, or a compiled regular expression it must match). ``{tmp}`` is the
+#: test's temporary folder.
+CASES = [
+    # the command line itself
+    (["frobnicate"], "twin: no such command 'frobnicate'"),
+    (["--bogus"], "twin: no such option: --bogus"),
+    # run
+    (["run"], "twin run: missing argument"),
+    (["run", Q, "--bogus"], "twin run: no such option: --bogus"),
+    (["run", Q, "--no-progress=yes"], re.compile(r"twin( run)?: option '--no-progress' does not take a value")),
+    (["run", "{tmp}/missing.yaml"], "{tmp}/missing.yaml:1: <document>: file not found"),
+    (["run", SWEEP], f"{SWEEP}:14: <document>: this is a sweep file"),
+    (["run", Q, "--duration", "-5s"], "--duration: must be positive, got '-5s'"),
+    (["run", Q, "--duration", "5 kg"], "--duration: '5 kg' is not a time"),
+    (["run", Q, "--duration", "1 blorp"], "--duration: cannot read '1 blorp'"),
+    (["run", Q, "--duration", "0.5 s"], re.compile(re.escape(f"{Q}:7: time: ") + ".*"
+                                                   + re.escape("(with --duration 0.5 s)") + "$")),
+    (["run", Q, "--step", "0 s"], "--step: must be positive"),
+    (["run", Q, "--step", "7 s"], f"{Q}:50: record.device: interval 10 s is not a whole multiple"),
+    (["run", Q, "--seed", "abc"], "twin run: --seed: "),
+    (["run", Q, "--seed", "-1"], "--seed: "),
+    (["run", Q, "--record", "device"], "--record: expected GROUP=INTERVAL"),
+    (["run", Q, "--record", "foo=1s"], "--record: unknown group 'foo'"),
+    (["run", Q, "--record", "device=5 kg"], "--record: '5 kg' is not a time"),
+    (["run", Q, "--solver", "euler"], "--solver: unknown 'euler' (known: fast, reference)"),
+    (["run", Q, "-o", "{tmp}/out.txt"], "--output: {tmp}/out.txt: unknown output format '.txt'"),
+    # validate, schema, catalog
+    (["validate", SWEEP], f"{SWEEP}:14: <document>: this is a sweep file (it has 'base' and 'parameters')"),
+    (["validate", "{tmp}/missing.yaml"], "{tmp}/missing.yaml:1: <document>: file not found"),
+    (["validate", Q, "extra"], "twin validate: got unexpected extra argument"),
+    (["schema", "extra"], "twin schema: got unexpected extra argument"),
+    (["catalog", "trn9"], "catalog: unknown entry 'trn9'"),
+    # serve (no port is bound: each error comes before that)
+    (["serve", Q, "--speed", "fast"], "--speed: expected a positive number"),
+    (["serve", Q, "--port", "70000"], "twin serve: --port: "),
+    (["serve", Q, "--port", "0"], "twin serve: --port: "),
+    (["serve", Q, "--port", "http"], "twin serve: --port: "),
+    (["serve", "{tmp}/missing.yaml"], "{tmp}/missing.yaml:1: <document>: file not found"),
+    (["serve", SWEEP], f"{SWEEP}:14: <document>: this is a sweep file"),
+    # sweep
+    (["sweep", Q], f"{Q}:21: <document>: this is a scenario (it has 'halls'), not a sweep file"),
+    (["sweep", SWEEP, "--workers", "-1"], "--workers: must be 0 or more"),
+    (["sweep", SWEEP, "--workers", "two"], "twin sweep: --workers: "),
+    (["sweep", SWEEP, "--duration", "5 kg"], "--duration: '5 kg' is not a time"),
+    (["sweep", SWEEP, "--duration", "0 s"], "--duration: must be positive"),
+    (["sweep", SWEEP, "-o", "{tmp}/out.csv"], "--output: {tmp}/out.csv: unknown output format"),
+    (["sweep", SWEEP, "--workers", "1", "--scheduler", "no-port-here", "-o", "{tmp}/s.zarr"],
+     "--scheduler: cannot connect to 'no-port-here'"),
+    # capacity
+    (["capacity", Q, "--budget-power", "20MW"], "twin capacity: missing option '--rack'"),
+    (CAP + ["--rack", "gb301"], "--rack: unknown template 'gb301'"),
+    (["capacity", Q, "--rack", "gb300-nvl72", "--budget-power", "20 degC"], "--budget-power: '20 degC' is not a power"),
+    (["capacity", Q, "--rack", "gb300-nvl72", "--budget-power", "-1 MW"], "--budget-power: must be positive"),
+    (CAP + ["--rack", "gb300-nvl72", "--budget-cooling", "lots"], "--budget-cooling: cannot read 'lots'"),
+    (CAP + ["--rack", "gb300-nvl72", "--tolerance-throttle", "lots"], "--tolerance-throttle: expected a share"),
+    (CAP + ["--rack", "gb300-nvl72", "--tolerance-throttle", "150%"], "--tolerance-throttle: must be between"),
+    (CAP + ["--rack", "gb300-nvl72", "--row", "nope"], "--row: unknown row 'nope' (known: row-a)"),
+    (CAP + ["--rack", "gb300-nvl72", "--cdu", "nope"], "--cdu: unknown CDU 'nope'"),
+    (CAP + ["--rack", "gb300-nvl72", "--duration", "5 kg"], "--duration: '5 kg' is not a time"),
+    (CAP + ["--rack", "gb300-nvl72", "--workers", "0"], "--workers: must be 1 or more"),
+    (CAP + ["--rack", "gb300-nvl72", "--max-units", "0"], "--max-units: must be 1 or more"),
+    (["capacity", SWEEP, "--rack", "gb300-nvl72", "--budget-power", "20MW"], f"{SWEEP}:14: <document>: this is a sweep file"),
+    # report
+    (["report", "{tmp}/missing.nc"], "{tmp}/missing.nc: file not found"),
+    (["report", Q], f"{Q}: not a twin result"),
+    (["report", "{tmp}/garbage.nc"], "{tmp}/garbage.nc: not a twin result"),
+]
+
+
+@pytest.mark.parametrize("argv, expected", CASES, ids=[" ".join(a)[:60] for a, _ in CASES])
+def test_every_cli_error_is_one_line_and_exit_2(tmp_path, monkeypatch, argv, expected):
+    monkeypatch.chdir(tmp_path)  # nothing a mistake here might run can write into the checkout
+    (tmp_path / "garbage.nc").write_bytes(b"this is not NetCDF")
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    if isinstance(expected, re.Pattern):
+        assert expected.match(lines[0]), lines[0]
+    else:
+        assert lines[0].startswith(expected.replace("{tmp}", str(tmp_path))), lines[0]
+    assert not any(p.name.startswith(("out", "s.zarr")) for p in tmp_path.iterdir())  # no partial output
+
+
+def test_version():
+    import twin
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout == f"twin {twin.__version__}\n"
+
+
+def test_a_missing_extra_is_one_line_naming_it(tmp_path, monkeypatch):
+    """Dask, matplotlib and pyarrow are extras (twin[sweep], twin[report], twin[parquet]): used
+    without them, a command says which extra to install, in one line, exit code 2."""
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    result = runner.invoke(app, ["run", Q, "--duration", "2 min", "-o", "q.nc"])
+    assert result.exit_code == 0, result.output
+    for module in ("matplotlib", "matplotlib.pyplot", "distributed"):
+        monkeypatch.setitem(sys.modules, module, None)  # import fails as if not installed
+    cases = [(["report", "q.nc", "-o", "r"], "twin report needs matplotlib, which is not installed: "
+                                             "pip install 'twin[report]'"),
+             (["sweep", SWEEP, "--workers", "1", "--duration", "1 h", "-o", "s.zarr"],
+              "running on Dask (twin sweep, twin capacity --workers/--scheduler) needs distributed, "
+              "which is not installed: pip install 'twin[sweep]'")]
+    for argv, line in cases:
+        result = runner.invoke(app, argv)
+        assert result.exit_code == 2 and result.stderr.splitlines()[-1:] == [line], result.output
+        assert len(result.stderr.splitlines()) == 1, result.stderr
