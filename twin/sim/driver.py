@@ -27,7 +27,7 @@ import numpy as np
 
 from twin.cooling.plant import pump_power
 from twin.power.device import device_power
-from twin.power.governor import cap_governor, shutdown_trip, thermal_governor
+from twin.power.governor import cap_governor, power_limit_governor, shutdown_trip, thermal_governor
 from twin.power.delivery import BUSWAY_LOSS_FRACTION, busway_input_power, transformer_losses, ups_input_power
 from twin.power.psu import shelf_input_power
 from twin.scenario.errors import FieldError
@@ -147,7 +147,12 @@ class Simulation:
         self.rack_cap = np.ones(sy.n_racks)
         self.row_cap = np.ones(len(sy.row_names))
         self.capped_rack_seconds = 0.0
+        try:
+            self._power_limits(sc.power_limits)
+        except FieldError as exc:
+            raise loaded.locate(exc) from None
         self.clock_thermal = np.ones(sy.n_devices)
+        self.clock_power = np.ones(sy.n_devices)  # the power-limit governor's clock
         self.clock = np.ones(sy.n_devices)
         self.tripped = np.zeros(sy.n_devices, dtype=bool)
         self.ever_throttled = np.zeros(sy.n_devices, dtype=bool)
@@ -367,13 +372,43 @@ class Simulation:
             q[:, g.air] = b[:, g.air] * self.t_cold_aisle + sy.sled_overhead[g.sleds] + self.fan_power[g.sleds]
             self.q_base.append(q)
 
+    def _power_limits(self, rules) -> None:
+        """Per-device power limits: the TDP, lowered by the scenario's ``power_limits`` rules."""
+        from twin.workload.profile import select_devices
+
+        sy, cat = self.system, self.loaded.catalog
+        limit = sy.chip["tdp"].copy()
+        floor = np.array([cat.chips[k].p_limit_min.si if cat.chips[k].p_limit_min else 0.0
+                          for k in sy.device_kind])
+        for i, rule in enumerate(rules):
+            mask = select_devices(rule.select, sy)
+            if not mask.any():
+                raise FieldError(("power_limits", i, "select"), "selects no devices")
+            new = np.full(sy.n_devices, rule.limit) if rule.limit is not None else rule.fraction * sy.chip["tdp"]
+            low = mask & (new < floor)
+            if low.any():
+                j = int(np.argmax(low))
+                raise FieldError(("power_limits", i), f"{new[j]:.0f} W is below the lowest power limit "
+                                 f"{floor[j]:.0f} W of '{sy.device_kind[j]}'")
+            limit[mask] = np.minimum(new[mask], sy.chip["tdp"][mask])
+        sy.chip["p_limit"] = limit
+
+    def _active(self, u):
+        """Devices in the active state: held by a job, or with work (u > 0)."""
+        held = (self.jobs.owner >= 0) if self.jobs is not None else False
+        return (u > 0) | held
+
     def _device_power(self, u):
-        """Device power for utilisation ``u`` (devices,) or (sub-steps, devices) [W]."""
+        """Device power for utilisation ``u`` (devices,) or (sub-steps, devices) [W].
+
+        Within a step the power limit may be exceeded by at most the part's excursion (the
+        firmware's fast protection clamps there); the power-limit governor brings the clock
+        down for the next step.
+        """
         c = self.system.chip
         on = ~self.tripped
-        p = device_power(u * on, self.clock * on, self.t_die, c["p_idle"], c["p_dyn"],
-                         c["p_leak_ref"], c["t_ref"], c["leak_beta"], c["clock_exponent"])
-        return p * on
+        p = device_power(u * on, self.clock * on, self.t_die, self._active(u) & on, c)
+        return np.minimum(p, c["power_excursion"] * c["p_limit"]) * on
 
     def _smooth(self, p_sub):
         """Apply the jobs' power floors and ramp limits; return the smoothed powers [W]."""
@@ -424,6 +459,8 @@ class Simulation:
                 self._plant_inputs = np.concatenate([q_cdu, m, [q_air, float(p_dc.sum()) + self.p_network]])
                 self._boundaries()
                 self._settle(u0, STEADY_ITERATIONS)
+        self.clock_power = power_limit_governor(sy.chip["p_limit"], u0, self.t_die, sy.chip)
+        self.clock = np.minimum(self.clock_thermal, self.clock_power)
         self.totals.stored_start = self._stored_heat()
 
     # -- one step ----------------------------------------------------------------------------
@@ -508,6 +545,8 @@ class Simulation:
         throttled = self.clock_thermal < 1.0
         self.clock_thermal = thermal_governor(self.clock_thermal, self.t_die, sy.chip["t_throttle"],
                                               sy.chip["throttle_hysteresis"], h)
+        # Power limit: the clock that keeps the step's highest demand at or under the limit.
+        self.clock_power = power_limit_governor(sy.chip["p_limit"], u.max(axis=0), self.t_die, sy.chip)
         was_tripped = self.tripped
         self.tripped = shutdown_trip(self.t_die, sy.chip["t_shutdown"], self.tripped)
         capped = self.rack_cap < 1.0
@@ -516,11 +555,11 @@ class Simulation:
             row_p = np.bincount(sy.rack_row, weights=p_ac, minlength=len(sy.row_names))
             self.row_cap = cap_governor(self.row_cap, row_p, sy.row_power_limit, h)
             cap = np.minimum(self.rack_cap, self.row_cap[sy.rack_row])
-            self.clock = np.minimum(self.clock_thermal, cap[sy.device_rack])
+            self.clock = np.minimum(np.minimum(self.clock_thermal, self.clock_power), cap[sy.device_rack])
             capped = cap < 1.0
             self.capped_rack_seconds += capped.sum() * h
         else:
-            self.clock = self.clock_thermal
+            self.clock = np.minimum(self.clock_thermal, self.clock_power)
         if self.first_throttle == np.inf and throttled.any():
             self.first_throttle = self.time
         if self.first_trip == np.inf and self.tripped.any() and not was_tripped.any():
@@ -643,6 +682,7 @@ class Simulation:
                 if repair is not None and repair.size:
                     self.tripped[repair] = False
                     self.clock_thermal[repair] = 1.0
+                    self.clock_power[repair] = 1.0
                     self.clock[repair] = 1.0
                 self.step(u)
                 if pace is not None:
