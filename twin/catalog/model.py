@@ -244,8 +244,10 @@ class Chip(Entry):
     def _consistent(self):
         from twin.catalog.formats import FORMATS
 
-        if not self.p_idle.si <= self.p_active_idle.si <= self.tdp.si:
-            raise ValueError("needs p_idle <= p_active_idle <= tdp")
+        # p_active_idle is normally above p_idle, but not required to be: a calibration's trial
+        # values may cross while the fit moves one of them.
+        if not (self.p_idle.si <= self.tdp.si and self.p_active_idle.si <= self.tdp.si):
+            raise ValueError("p_idle and p_active_idle must not exceed tdp")
         if not self.t_idle.si < self.t_ref.si:
             raise ValueError("t_idle must be below t_ref (the maximum operating temperature)")
         leak_idle = self.p_leak_ref.si * math.exp(self.leak_beta.si * (self.t_idle.si - self.t_ref.si))
