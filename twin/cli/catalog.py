@@ -133,7 +133,7 @@ def _detail(kind: str, name: str, entry) -> None:
         elif isinstance(v, list) and v and isinstance(v[0], Claim):
             for c in v:
                 ratio = f"{c.ratio:g}x " if c.ratio is not None else ""
-                t.add_row(f"claim: {c.metric}", f"{ratio}vs {c.versus}: {c.statement} ({c.basis})", c.source)
+                t.add_row("claim", f"{c.metric}: {ratio}vs {c.versus}; \"{c.statement}\" ({c.basis})", c.source)
         elif isinstance(v, dict):
             for k, c in v.items():
                 if isinstance(c, (Figure, Count)):
