@@ -23,7 +23,9 @@ from twin.workload.measured import (
     splitwise_power_rows,
     splitwise_timing_rows,
     timing_ratios,
+    utilisation_bins,
 )
+from twin.workload.measured import read_biohpc as _ORIGINAL_READ
 
 BARS = {"power": 0.15, "throughput": 0.20, "energy_per_token": 0.20, "prefill": 0.25, "decode": 0.25}
 
@@ -81,3 +83,42 @@ def test_held_out_power():
     fit = fit_power(rows[llama], chip)
     ratio = power_model(rows[~llama], chip, **fit) / rows[~llama]["average_power"]
     assert abs(np.median(ratio) - 1) <= 0.15
+
+
+def test_power_against_utilisation_bins():
+    """BioHPC hourly telemetry of one A100 PCIe (MIT, shipped by the calibration work): mean power
+    per utilisation bin, as a fraction of TDP, against the device model with the active-idle step
+    and one fitted number, the workload's kernel activity. Idle hours, 0–20 % (the active-idle step:
+    measured 0.26 of TDP) and 40–100 % are within ±10 %. The 20–40 % bin is not: its hours draw
+    barely more than the 0–20 % ones (0.28 against 0.26 of TDP, at the same 46 °C) — kernels that
+    count as utilisation but keep the GPU nearly idle — so a utilisation-driven model reads it
+    +26 % high; it is held to ±30 % and listed in README Fidelity as outside the bar."""
+    table, activity = utilisation_bins(load_catalog())
+    assert 0.3 < activity < 1.2  # a plausible share of the dynamic budget while kernels run
+    ratio = table["ratio"].to_numpy()
+    assert table["n"].min() >= 500  # every bin well populated
+    outside = 2  # the (20, 40] bin
+    for i, r in enumerate(ratio):
+        assert abs(r - 1) <= (0.30 if i == outside else 0.10), (table.index[i], r)
+    assert table["model"].iloc[1] / table["model"].iloc[0] > 1.7  # the active-idle step is there
+
+
+def test_power_against_utilisation_held_out_in_time():
+    """Fit the kernel activity on the older half of the hours, predict the newer half: the busy
+    bins (40–100 %) stay within ±15 % (measured 0.93, 0.90, 0.90: the newer hours run heavier
+    kernels, which one workload activity cannot know in advance; README Fidelity)."""
+    from twin.workload import measured
+
+    data = measured.read_biohpc()
+    half = len(data) // 2  # the file is newest first
+    old, new = data.iloc[half:], data.iloc[:half]
+    cat = load_catalog()
+    try:
+        measured.read_biohpc = lambda: old
+        _, activity = utilisation_bins(cat)
+        measured.read_biohpc = lambda: new
+        table, _ = utilisation_bins(cat, activity)
+    finally:
+        measured.read_biohpc = _ORIGINAL_READ
+    busy = table["ratio"].to_numpy()[-3:]
+    assert np.all(np.abs(busy - 1) <= 0.15), table

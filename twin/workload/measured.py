@@ -275,3 +275,83 @@ def fit_power(rows, chip):
 
     f = least_squares(res, [100.0, 1.0, 1.0], bounds=([0.0, 0.0, 0.0], [chip.tdp.si, 5.0, 10.0]))
     return dict(zip(("p_active_idle", "u_hbm", "u_tensor"), f.x))
+
+
+# -- power against utilisation (fleet telemetry) ---------------------------------------------------
+BIOHPC_FILE = "biohpc/cbsugpu07_a100_usage_stats.tsv"
+#: Utilisation bins of the comparison [%]: idle hours, then 20-point bins.
+UTILISATION_BINS = (-0.1, 0.0, 20.0, 40.0, 60.0, 80.0, 100.0)
+
+
+def read_biohpc() -> pd.DataFrame:
+    """Hourly BioHPC telemetry (one A100 PCIe 80GB): ``power`` [W], ``util`` [1], ``temp`` [degC]."""
+    raw = pd.read_csv(calibration_file(BIOHPC_FILE), sep="\t", encoding="utf-8-sig", dtype=str)
+    out = pd.DataFrame({"power": pd.to_numeric(raw["powerave"], errors="coerce"),
+                        "util": pd.to_numeric(raw["utilave"], errors="coerce") / 100.0,
+                        "temp": pd.to_numeric(raw["tempave"], errors="coerce")})
+    return out.dropna().reset_index(drop=True)  # the SQL client's footer lines are not rows
+
+
+def hourly_power(util, temp, chip, activity):
+    """Mean power of an hour in which kernels ran a share ``util`` of the time [W].
+
+    Parameters
+    ----------
+    util : ndarray
+        nvidia-smi utilisation: the share of the hour a kernel was running [1].
+    temp : ndarray
+        Mean die temperature of the hour [degC].
+    chip : twin.catalog.Chip
+        The device's catalogue entry.
+    activity : float
+        Dynamic activity of the workload's kernels while they run [1] (a property of the
+        workload, fitted).
+
+    Returns
+    -------
+    ndarray
+        Power [W].
+
+    Notes
+    -----
+    An hour with no kernel is idle (:func:`twin.power.device.idle_power`). Otherwise a job holds
+    the device for the hour and it runs at u = activity × util
+    (:func:`twin.power.device.active_power` at full clock, the hour's temperature), held at the
+    TDP: the active-idle step, then a rise with the share of time kernels run.
+    """
+    from twin.power.device import idle_power
+
+    pdyn = dynamic_power_full(chip.tdp.si, chip.p_active_idle.si, chip.p_leak_ref.si, chip.t_ref.si,
+                              chip.t_idle.si, chip.leak_beta.si)
+    act = active_power(activity * np.asarray(util), 1.0, temp, chip.p_active_idle.si, chip.t_idle.si, pdyn,
+                       chip.p_leak_ref.si, chip.t_ref.si, chip.leak_beta.si, chip.clock_exponent.si)
+    idle = idle_power(temp, chip.p_idle.si, chip.t_idle.si, chip.p_leak_ref.si, chip.t_ref.si, chip.leak_beta.si,
+                      chip.idle_leak_fraction.si)
+    return np.where(np.asarray(util) > 0, np.minimum(act, chip.tdp.si), idle)
+
+
+def utilisation_bins(catalog, activity=None) -> tuple[pd.DataFrame, float]:
+    """Normalised power against utilisation, BioHPC telemetry against the twin, per bin.
+
+    ``activity`` (the workload's kernel activity) is fitted to all bins when not given (least
+    squares on the bins' log ratios). Returns the table (``n``, ``measured`` and ``model`` as
+    fractions of TDP, ``ratio``) and the activity used.
+    """
+    from scipy.optimize import least_squares
+
+    chip = catalog.chips["a100-pcie"]
+    data = read_biohpc()
+    bins = pd.cut(data["util"] * 100.0, UTILISATION_BINS)
+
+    def table(k):
+        model = hourly_power(data["util"].to_numpy(), data["temp"].to_numpy(), chip, k)
+        g = data.assign(model=model, bin=bins).groupby("bin", observed=True)
+        out = pd.DataFrame({"n": g.size(), "measured": g["power"].mean() / chip.tdp.si,
+                            "model": g["model"].mean() / chip.tdp.si})
+        out["ratio"] = out["model"] / out["measured"]
+        return out
+
+    if activity is None:
+        activity = float(least_squares(lambda k: np.log(table(k[0])["ratio"].to_numpy()), [0.7],
+                                       bounds=([0.0], [2.0])).x[0])
+    return table(activity), activity
