@@ -110,8 +110,8 @@ def _overview(cat, kinds) -> None:
             t.add_row(label, FIGURES.get(kind, lambda *_: "")(cat, name, entry), entry.description)
         out.print(t)
     out.print("* projected (not shipping; figures are estimates from announcements).\n"
-              "`twin catalog NAME` shows every figure of an entry with its source; "
-              "`twin catalog NAME --yaml` prints it ready to paste under a scenario's `catalog:`.",
+              "`twin catalog NAME` shows every figure of an entry with its source;\n"
+              "`twin catalog NAME --yaml` prints it to paste under a scenario's `catalog:`.",
               highlight=False, markup=False)
 
 
