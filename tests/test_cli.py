@@ -109,7 +109,8 @@ def test_catalog_listing_and_entry():
     assert "trn3" in result.stdout and "gb300-nvl72" in result.stdout
     result = runner.invoke(app, ["catalog", "trn3"], terminal_width=200)
     assert result.exit_code == 0
-    assert re.search(r"flops_fp8\s.*2\.517 PFLOP/s.*AWS Neuron docs", result.stdout)
+    assert re.search(r"flops\.mxfp8\s.*2\.517 PFLOP/s.*AWS Neuron docs", result.stdout)
+    assert re.search(r"tdp_range\s.*690 W to 1000 W", result.stdout)
     result = runner.invoke(app, ["catalog", "trn9"])
     assert result.exit_code == 2 and "unknown entry 'trn9'" in result.stderr
 

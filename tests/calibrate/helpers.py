@@ -24,7 +24,7 @@ HOST, GPU = "node7", 0
 START = "2025-01-01T00:00:00"
 INTERVAL = 600  # [s]
 #: Prior (catalogue) values of the changed figures and the factors of the truth.
-PRIOR = {"p_idle": 37.0, "r_jc": 0.04, "p_leak_ref": 40.0}
+PRIOR = {"p_idle": 64.0, "r_jc": 0.04, "p_leak_ref": 80.0}
 FACTOR = {"p_idle": 1.3, "r_jc": 1.2, "p_leak_ref": 0.8}
 UNITS = {"p_idle": "W", "r_jc": "K/W", "p_leak_ref": "W"}
 TRUTH = {k: PRIOR[k] * FACTOR[k] for k in PRIOR}

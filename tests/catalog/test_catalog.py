@@ -50,17 +50,43 @@ def test_every_number_in_the_file_is_inside_a_sourced_figure():
     walk(raw, (), False)
 
 
-@pytest.mark.parametrize("chip, tdp, fp8, hbm_bw", [
-    ("trn3", 1000.0, 2.517e15, 4.9e12),    # AWS Neuron docs (FLOPS, HBM); DCD (power)
-    ("trn2", 500.0, 1.299e15, 2.9e12),     # AWS Neuron docs; SemiAnalysis
-    ("h200", 700.0, 1.979e15, 4.8e12),     # NVIDIA H200 datasheet
-    ("gb300", 1400.0, 5.0e15, 8.0e12),     # NVIDIA
+@pytest.mark.parametrize("chip, tdp, fmt, flops, hbm_bw", [
+    ("trn3", 1000.0, "mxfp8", 2.517e15, 4.9e12),    # AWS Neuron docs (FLOPS, HBM); DCD (power)
+    ("trn2", 500.0, "fp8", 1.299e15, 2.9e12),       # AWS Neuron docs; SemiAnalysis
+    ("h200", 700.0, "fp8", 1.979e15, 4.8e12),       # NVIDIA H200 datasheet
+    ("gb300", 1400.0, "fp8", 5.0e15, 8.0e12),       # NVIDIA
+    ("a100-sxm", 400.0, "bf16", 312e12, 2.039e12),  # NVIDIA A100 datasheet
+    ("h100-sxm", 700.0, "fp8", 1978.9e12, 3.35e12),  # NVIDIA H100 datasheet (SXM5)
+    ("h100-pcie", 350.0, "bf16", 756e12, 2.0e12),   # NVIDIA H100 PCIe product brief
 ])
-def test_published_chip_figures(chip, tdp, fp8, hbm_bw):
+def test_published_chip_figures(chip, tdp, fmt, flops, hbm_bw):
     c = load_catalog().chips[chip]
     assert c.tdp.si == tdp
-    assert c.flops_fp8.si == pytest.approx(fp8, rel=1e-12)
+    assert c.flops[fmt].si == pytest.approx(flops, rel=1e-12)
     assert c.hbm_bandwidth.si == pytest.approx(hbm_bw, rel=1e-12)
+
+
+def test_number_formats_follow_published_ratios():
+    """GB300 raises FP4 1.5x over GB200 at the same FP8 (NVIDIA NVL72 pages); Trainium4 is
+    previewed at >= 6x Trainium3's FP4 (AWS); MXFP4 on Trainium3 runs at the MXFP8 rate."""
+    chips = load_catalog().chips
+    assert chips["gb300"].flops["fp4"].si / chips["gb200"].flops["fp4"].si == pytest.approx(1.5)
+    assert chips["gb300"].flops["fp8"].si == chips["gb200"].flops["fp8"].si
+    assert chips["trn4"].flops["mxfp4"].si / chips["trn3"].flops["mxfp4"].si >= 6.0 - 1e-3
+    assert chips["trn3"].flops["mxfp4"].si == chips["trn3"].flops["mxfp8"].si
+
+
+def test_trn3_tdp_is_a_sourced_range_and_aws_claims_are_claims():
+    cat = load_catalog()
+    t3 = cat.chips["trn3"]
+    assert t3.tdp_range is not None and "40 %" in t3.tdp_range.source
+    # The low end follows from AWS's chip claim: 1.4x perf/W at 2.517/1.299 the FP8 rate of a
+    # 500 W Trn2 (to 1 %: the range is quoted in whole watts).
+    low = 2.517 / 1.299 / 1.4 * 500.0
+    assert float(str(t3.tdp_range.low).split()[0]) == pytest.approx(low, rel=0.01)
+    claims = {c.metric: c for c in cat.systems["trn3-gen2-ultraserver"].claims}
+    assert claims["performance per watt"].ratio == 4.0
+    assert "workload-level" in claims["performance per watt"].basis
 
 
 def test_trn4_is_projected_from_trn3():
@@ -68,7 +94,7 @@ def test_trn4_is_projected_from_trn3():
     cat = load_catalog()
     t3, t4 = cat.chips["trn3"], cat.chips["trn4"]
     assert t4.status == "projected"
-    assert t4.flops_fp8.si / t3.flops_fp8.si == pytest.approx(3.0, rel=1e-3)
+    assert t4.flops["mxfp8"].si / t3.flops["mxfp8"].si == pytest.approx(3.0, rel=1e-3)
     assert t4.hbm_bandwidth.si / t3.hbm_bandwidth.si == pytest.approx(4.0, rel=1e-3)
 
 

@@ -64,7 +64,7 @@ def test_job_queued_the_whole_run_is_a_warning(tmp_path):
 def test_inference_serving_nothing(tmp_path):
     late = dict(TRAINING, start="1 h")
     serving = {"kind": "inference", "name": "chat", "devices": {"kind": "trn3", "count": 16},
-               "replica_size": 16, "model": {"params": 70.0e9, "bytes_per_param": 1, "kv_bytes_per_token": 163840},
+               "replica_size": 16, "model": {"params": 70.0e9, "format": "fp8", "kv_bytes_per_token": 163840},
                "arrivals": {"rate": "1e-9 1/s"}}  # one request in ~30 years: none in two minutes
     sim = _run(tmp_path, _quick(tmp_path, workload=[{"select": {"kind": ["graviton4"]}, "u": 0.3}],
                                 jobs=[late, serving]))

@@ -49,10 +49,20 @@ def _run(pool, seconds, dt=1.0, clock=1.0):
 
 
 def _service_time(prompt, output, mfu=MFU, mbu=MBU):
-    """Prefill, then output − 1 decode steps of a batch of one over a growing context."""
-    decode = sum(decode_step_time(1, WEIGHT_BYTES, KV, prompt + 1 + i, HBM, mbu)
-                 for i in range(output - 1))
-    return prefill_time(prompt, PARAMS, FLOPS, mfu), decode
+    """Prefill, then output − 1 decode steps of a batch of one over a growing context (each
+    step reads the weights and KV cache and does the sequence's 2N FLOPs)."""
+    decode = sum(decode_step_time(1, WEIGHT_BYTES, KV, prompt + 1 + i, HBM, mbu, params=PARAMS,
+                                  flops_peak=FLOPS, mfu=mfu) for i in range(output - 1))
+    return _prefill(prompt, mfu, mbu), decode
+
+
+def _prefill(prompt, mfu=MFU, mbu=MBU):
+    return prefill_time(prompt, PARAMS, FLOPS, mfu, params_bytes=WEIGHT_BYTES, hbm_bandwidth=HBM, mbu=mbu)
+
+
+def _activity(flops, bytes_read):
+    """∫u dt of work at full clock with the pool's default u_tensor = u_hbm = 1 [s]."""
+    return flops / FLOPS + bytes_read / HBM
 
 
 # -- roofline --------------------------------------------------------------------------------------
@@ -90,8 +100,9 @@ def test_decode_time_is_the_sum_of_steps_and_decode_steps_inverts_it():
 # -- one request, by hand --------------------------------------------------------------------------
 def test_single_request_timeline_and_step_split():
     """A request at 0.3 s on an idle replica: admitted at once; first token after the prefill;
-    done after 4 more decode steps of a batch of one. Step 0 splits into prefill time × 1 and
-    decode time × 0.2 (the batch-of-one decode level) [rel 1e-9: float sums]."""
+    done after 4 more decode steps of a batch of one. Step 0's utilisation is the work done as a
+    share of the peaks: prefill 2N·1000 FLOPs and one weight read, decode 4 × (2N FLOPs + the
+    weights + the KV cache at contexts 1001…1004) [rel 1e-9: float sums]."""
     pool = _pool(requests=_requests(0.3, 1000, 5))
     t_pf, t_dec = _service_time(1000, 5)
     step = pool.advance(0.0, 1.0, 1.0)
@@ -102,8 +113,9 @@ def test_single_request_timeline_and_step_split():
     assert pool.ttft == pytest.approx([t_pf], rel=1e-9)
     assert pool.e2e_latency == pytest.approx([t_pf + t_dec], rel=1e-9)
     assert pool.queue_wait == pytest.approx([0.0])
-    assert step.u_prefill == pytest.approx([t_pf], rel=1e-9)
-    assert step.u_decode == pytest.approx([0.2 * t_dec], rel=1e-9)
+    assert step.u_prefill == pytest.approx([_activity(2 * PARAMS * 1000, WEIGHT_BYTES)], rel=1e-9)
+    kv_read = KV * sum(1001 + i for i in range(4))
+    assert step.u_decode == pytest.approx([_activity(4 * 2 * PARAMS, 4 * WEIGHT_BYTES + kv_read)], rel=1e-9)
     assert step.prompt_tokens == pytest.approx([1000.0])
     assert step.output_tokens == pytest.approx([5.0])
     assert (step.arrived, step.completed, step.queue_length) == (1, 1, 0)
@@ -111,17 +123,20 @@ def test_single_request_timeline_and_step_split():
 
 
 def test_prefill_spanning_steps_and_faster_replica():
-    """A 40,000-token prompt (4.45 s of prefill) keeps u_prefill = 1 for whole steps; a replica
-    with twice the FLOP/s takes half the time (its TTFT is checked exactly)."""
+    """A 40,000-token prompt (4.45 s of prefill) keeps u_prefill at its compute-bound level for
+    whole steps (MFU of the peak plus the one weight read spread over the batch); a replica with
+    twice the FLOP/s takes half the time (its TTFT is checked exactly)."""
     pool = _pool(2, requests=_requests([0.0, 0.0], 40_000, 2),
                  flops_peak=np.array([FLOPS, 2 * FLOPS]), max_prefill_tokens=40_000)
     steps = _run(pool, 6)
-    t_pf = prefill_time(40_000, PARAMS, FLOPS, MFU)
+    t_pf = _prefill(40_000)
     table = pool.request_table().set_index("replica")
     assert table.loc[0, "first_token"] == pytest.approx(t_pf, rel=1e-9)
     assert table.loc[1, "first_token"] == pytest.approx(t_pf / 2, rel=1e-9)
-    assert [s.u_prefill[0] for s in steps[:4]] == pytest.approx([1.0] * 4)
-    assert steps[4].u_prefill[0] == pytest.approx(t_pf - 4, rel=1e-9)
+    level = _activity(2 * PARAMS * 40_000, WEIGHT_BYTES) / t_pf
+    assert level == pytest.approx(MFU, rel=0.01)  # compute-bound
+    assert [s.u_prefill[0] for s in steps[:4]] == pytest.approx([level] * 4, rel=1e-9)
+    assert steps[4].u_prefill[0] == pytest.approx(level * (t_pf - 4), rel=1e-9)
     assert sum(s.prompt_tokens[0] for s in steps) == pytest.approx(40_000, rel=1e-12)
 
 
@@ -132,7 +147,7 @@ def test_simultaneous_requests_spread_over_idle_replicas():
     _run(pool, 2)
     table = pool.request_table()
     assert sorted(table["replica"]) == [0, 1, 2, 3]
-    np.testing.assert_allclose(pool.ttft, prefill_time(2000, PARAMS, FLOPS, MFU), rtol=1e-9)
+    np.testing.assert_allclose(pool.ttft, _prefill(2000), rtol=1e-9)
 
 
 def test_prefill_batches_respect_max_prefill_tokens():
@@ -141,7 +156,7 @@ def test_prefill_batches_respect_max_prefill_tokens():
     first tokens come at T(6,000), 2·T(6,000) and 2·T(6,000) + T(3,000)."""
     pool = _pool(requests=_requests([0.0] * 5, 3000, 100), max_prefill_tokens=8192)
     _run(pool, 3)
-    t6, t3 = (prefill_time(n, PARAMS, FLOPS, MFU) for n in (6000, 3000))
+    t6, t3 = (_prefill(n) for n in (6000, 3000))
     first = pool.request_table()["first_token"].to_numpy()
     np.testing.assert_allclose(first, [t6, t6, 2 * t6, 2 * t6, 2 * t6 + t3], rtol=1e-9)
 
@@ -157,12 +172,13 @@ def test_max_batch_size_holds_requests_back():
 
 def test_long_decode_batch_keeps_exact_timing():
     """A decode batch that stays busy for 140,000 steps (its step counter is rebased at 65,536):
-    with no KV reads a step costs W / (B·MBU) whatever the batch, so each finish time is its
-    start plus the prefills that paused it plus 69,999 steps (rel 1e-9: 10⁵ float additions)."""
-    small = dict(params=1e9, params_bytes=1e9, kv_bytes_per_token=0.0, max_batch_size=3)
+    with no KV reads and no compute cost (a huge FLOP rate) a step costs W / (B·MBU) whatever the
+    batch, so each finish time is its start plus the prefills that paused it plus 69,999 steps
+    (rel 1e-9: 10⁵ float additions)."""
+    small = dict(params=1e9, params_bytes=1e9, kv_bytes_per_token=0.0, max_batch_size=3, flops_peak=FLOPS * 1e9)
     pool = _pool(requests=_requests([0.0, 1.0, 15.0], 1000, [70_000, 70_000, 10]), **small)
     _run(pool, 60)
-    p = prefill_time(1000, 1e9, FLOPS, MFU)
+    p = prefill_time(1000, 1e9, FLOPS * 1e9, MFU, params_bytes=1e9, hbm_bandwidth=HBM, mbu=MBU)
     step = decode_step_time(1, 1e9, 0.0, 0, HBM, MBU)
     done = pool.request_table()["done"].to_numpy()
     # r0 is paused by the prefills of r1 (at 1 s) and r2 (at 15 s); r1 by r2's.
@@ -171,15 +187,20 @@ def test_long_decode_batch_keeps_exact_timing():
     assert pool.tokens_generated == pytest.approx(140_010, rel=1e-12)
 
 
-def test_decode_level_from_batch_size():
-    """Whole steps of pure decode: u_decode = 0.2 with one sequence, 0.45 with a full batch of 4
-    (the default range, linear in the batch size)."""
-    one = _pool(requests=_requests(0.0, 100, 100_000), max_batch_size=4)
-    full = _pool(requests=_requests([0.0] * 4, 100, 100_000), max_batch_size=4)
-    for pool, level in ((one, 0.2), (full, 0.45)):
-        steps = _run(pool, 3)
-        assert steps[2].u_decode == pytest.approx([level], rel=1e-12)
-        assert steps[2].u_prefill == pytest.approx([0.0])
+@pytest.mark.parametrize("batch", [1, 4, 256])
+def test_decode_utilisation_from_bytes_and_flops(batch):
+    """Whole steps of pure decode (no KV reads, so every step is alike): by hand,
+    u = (u_hbm·W/B + u_tensor·2N·b/F) / (W/(B·MBU) + 2N·b/(F·MFU)) with u_hbm = 1.13 and
+    u_tensor = 1.42 (the A100 fit): HBM-bound at a small batch, rising towards the tensor
+    term at a large one (rel 1e-9: float sums)."""
+    kw = dict(kv_bytes_per_token=0.0, max_batch_size=batch, u_hbm=1.13, u_tensor=1.42, max_prefill_tokens=1e6)
+    pool = _pool(requests=_requests([0.0] * batch, 100, 10_000_000), **kw)
+    steps = _run(pool, 5)
+    t_step = WEIGHT_BYTES / (HBM * MBU) + 2 * PARAMS * batch / (FLOPS * MFU)
+    u = (1.13 * WEIGHT_BYTES / HBM + 1.42 * 2 * PARAMS * batch / FLOPS) / t_step
+    assert steps[4].u_decode == pytest.approx([u], rel=1e-9)
+    assert steps[4].u_prefill == pytest.approx([0.0])
+    assert steps[4].output_tokens == pytest.approx([batch / t_step], rel=1e-9)
 
 
 # -- bookkeeping on a real trace -------------------------------------------------------------------
@@ -236,11 +257,11 @@ def test_conservation_of_tokens(trace_run):
 
 
 def test_utilisation_bounds_and_latency_order(trace_run):
-    """Utilisation is a time share: 0 ≤ u_prefill + u_decode ≤ 1; latencies are ordered
+    """Utilisation is bounded by what a phase reaches, 0 ≤ u ≤ MBU + MFU; latencies are ordered
     0 ≤ wait ≤ TTFT ≤ end-to-end."""
     _, pool, records = trace_run
     u = np.array([r[0].u for r in records])
-    assert u.min() >= 0 and u.max() <= 1 + 1e-12
+    assert u.min() >= 0 and u.max() <= MBU + MFU + 1e-12
     assert u.mean() > 0.3  # a busy replica
     assert np.all(pool.queue_wait >= 0)
     assert np.all(pool.ttft >= pool.queue_wait) and np.all(pool.e2e_latency >= pool.ttft)
@@ -250,7 +271,7 @@ def test_utilisation_bounds_and_latency_order(trace_run):
 def test_fifo_and_invariants_under_random_load(trial):
     """Random pools, loads (light to overloaded), bursts of simultaneous arrivals, zero-token
     requests, step lengths and clocks with stalls: at every step arrived = completed + in flight
-    + queued and 0 ≤ u ≤ 1; requests are admitted in arrival order, never before they arrive,
+    + queued and 0 ≤ u ≤ MBU + MFU (the most a phase reaches with unit activities); requests are admitted in arrival order, never before they arrive,
     and admission times never go backwards (one FIFO queue served in time order); every
     completed request generated exactly its output tokens."""
     rng = np.random.default_rng(trial)
@@ -269,7 +290,7 @@ def test_fifo_and_invariants_under_random_load(trial):
         step = pool.advance(pool.t, float(rng.choice([0.1, 0.5, 1.0, 3.7])), clock)
         out += step.output_tokens.sum()
         assert pool.n_arrived == pool.n_completed + pool.n_in_flight + pool.queue_length
-        assert np.all(step.u >= 0) and np.all(step.u <= 1 + 1e-12)
+        assert np.all(step.u >= 0) and np.all(step.u <= MBU + MFU + 1e-12)
     table = pool.request_table()
     admitted = table["admitted"].dropna()
     assert admitted.index.equals(pd.RangeIndex(len(admitted)))  # a prefix: FIFO
@@ -308,26 +329,47 @@ def test_littles_law_and_pollaczek_khinchine_on_md1():
 
 
 # -- clocks ----------------------------------------------------------------------------------------
-def test_half_clock_halves_throughput():
-    """A backlog of identical requests (always queued): at clock 0.5 the pool does in 2t what it
-    does in t at clock 1 — the same requests done and the same tokens (rel 1e-9: float paths
-    differ), so throughput is exactly proportional to the clock."""
+def test_half_clock_halves_compute_bound_throughput():
+    """A backlog of identical requests on chips whose HBM is effectively unlimited (all time is
+    compute and per-pass overhead, which follow the core clock): at clock 0.5 the pool does in 2t
+    what it does in t at clock 1 — the same requests and tokens (rel 1e-8: the two runs take
+    different float paths through ~10⁴ events)."""
     def backlog():
-        return _pool(2, requests=_requests(np.zeros(400), 2000, 50), max_batch_size=8)
+        return _pool(2, requests=_requests(np.zeros(400), 2000, 500), max_batch_size=8,
+                     hbm_bandwidth=HBM * 1e9, t_layer=1e-4, layers=80, d_model=8192)
 
     fast, slow = backlog(), backlog()
-    f_steps = _run(fast, 60, clock=1.0)
-    s_steps = _run(slow, 120, clock=np.array([0.5, 0.5]))
+    f_steps = _run(fast, 30, clock=1.0)
+    s_steps = _run(slow, 60, clock=np.array([0.5, 0.5]))
     assert slow.queue_length > 0 and fast.queue_length > 0
     assert slow.n_completed == fast.n_completed > 0
-    assert slow.tokens_generated == pytest.approx(fast.tokens_generated, rel=1e-9)
-    assert slow.prompt_tokens_processed == pytest.approx(fast.prompt_tokens_processed, rel=1e-9)
-    rate_fast = fast.tokens_generated / 60
-    rate_slow = slow.tokens_generated / 120
-    assert rate_slow / rate_fast == pytest.approx(0.5, rel=1e-9)
-    # Busy all the time in both cases: utilisation is demand, the clock acts in the power model.
-    assert np.mean([s.u.mean() for s in f_steps[1:]]) == pytest.approx(
-        np.mean([s.u.mean() for s in s_steps[1:]]), rel=0.05)
+    assert slow.tokens_generated == pytest.approx(fast.tokens_generated, rel=1e-8)
+    assert slow.prompt_tokens_processed == pytest.approx(fast.prompt_tokens_processed, rel=1e-8)
+    assert (slow.tokens_generated / 60) / (fast.tokens_generated / 30) == pytest.approx(0.5, rel=1e-8)
+    # Busy all the time in both: utilisation is demand (activity at full clock), the same; the
+    # device model's P_dyn·u·f^α over twice the time gives energy per token ∝ f^(α−1).
+    assert np.mean([s.u.mean() for s in s_steps[1:]]) == pytest.approx(
+        np.mean([s.u.mean() for s in f_steps[1:]]), rel=0.05)
+
+
+def test_memory_bound_decode_barely_slows_at_half_clock():
+    """Decode of a batch of one reads the weights at the HBM's pace, which does not follow the
+    core clock: at clock 0.5 only the step's matrix work doubles. By hand, the step time goes
+    from W/(B·MBU) + 2N/(F·MFU) to W/(B·MBU) + 2·2N/(F·MFU): under 2 % slower here, as decode
+    under a power cap barely slows (Splitwise, ISCA 2024: token phases tolerate capping)."""
+    def one():
+        return _pool(requests=_requests(0.0, 10, 10_000_000), kv_bytes_per_token=0.0)
+
+    full, half = one(), one()
+    _run(full, 1)
+    _run(half, 1)  # the prefill, at full clock in both
+    n_full = sum(s.output_tokens[0] for s in _run(full, 2))
+    n_half = sum(s.output_tokens[0] for s in _run(half, 2, clock=0.5))
+    base = WEIGHT_BYTES / (HBM * MBU)
+    work = 2 * PARAMS / (FLOPS * MFU)
+    slow = n_half / n_full
+    assert slow == pytest.approx((base + work) / (base + 2 * work), rel=1e-6)
+    assert slow > 0.98
 
 
 def test_stalled_replica_gets_no_work_and_resumes():
@@ -397,9 +439,60 @@ def test_submit_errors():
     (dict(hbm_bandwidth=np.array([1.0, 2.0, 3.0])), r"hbm_bandwidth must be a number or 2 numbers"),
     (dict(params=np.array([1.0, 2.0])), r"params must be a number, got shape \(2,\)"),
     (dict(max_batch_size=0), "max_batch_size must be a whole number >= 1"),
-    (dict(u_decode=(0.2, 1.5)), "utilisations must be in 0..1"),
+    (dict(mfu=1.5), "mfu and mbu must be in"),
+    (dict(tp=0), "tp must be a whole number >= 1"),
+    (dict(kv_capacity=0.0), "kv_capacity must be > 0"),
     (dict(kv_bytes_per_token=-1.0), "kv_bytes_per_token must be finite and >= 0"),
 ])
 def test_constructor_errors(kw, match):
     with pytest.raises(ValueError, match=match):
         _pool(**({"n": 2} | kw))
+
+
+# -- KV-cache capacity and chunked prefill ---------------------------------------------------------
+def test_kv_cache_overfill_queues_requests():
+    """A replica with room for the KV caches of three requests (each reserves prompt + output
+    tokens × KV bytes) and slots for sixteen: of twenty requests arriving together, three run at
+    a time and the rest wait in the queue (not served beyond HBM); every one completes in the end,
+    and the reserved KV cache never exceeds the capacity (exact: byte counts)."""
+    need = (1000 + 200) * KV
+    pool = _pool(requests=_requests(np.zeros(20), 1000, 200), max_batch_size=16,
+                 kv_capacity=3.5 * need)
+    peak_in_flight, queued = 0, []
+    while pool.n_completed < 20:
+        step = pool.advance(pool.t, 0.5)
+        peak_in_flight = max(peak_in_flight, pool.n_in_flight)
+        queued.append(step.queue_length)
+        assert pool._kv_used.max() <= 3.5 * need * (1 + 1e-12)
+    assert peak_in_flight == 3
+    assert max(queued) == 17 and queued[-1] == 0
+    wait = pool.queue_wait
+    assert np.count_nonzero(wait > 0) == 17  # all but the first three waited for memory
+    with pytest.raises(ValueError, match="needs .* GB of KV cache; a replica holds"):
+        pool.submit([pool.t + 1], [10_000], [0])
+
+
+def test_chunked_prefill_keeps_decoding():
+    """A long prompt arrives while a sequence decodes. Whole prefill: decoding pauses for the
+    prefill. Chunked (512 tokens a pass): decoding continues, interleaved with the chunks, so
+    tokens keep coming and the prompt's first token comes later by the decode steps taken in
+    between — by hand, the prefill work (with one pass overhead per chunk) divided by its time
+    share t_c / (t_c + t_d) of a chunk pass and a decode step (0.5 %: the context, and so t_d,
+    grows by a few hundred tokens of 70 GB of weights read per step)."""
+    req = _requests([0.0, 2.0], [100, 30_000], [100_000, 1])
+    kw = dict(max_prefill_tokens=1e6, layers=80, d_model=8192, t_layer=1e-4)
+    whole, chunked = _pool(requests=req, **kw), _pool(requests=req, prefill_chunk=512, **kw)
+    w_steps, c_steps = _run(whole, 12), _run(chunked, 12)
+    t_pf = whole.request_table()["first_token"][1] - 2.0
+    assert t_pf > 3  # the prefill spans step 4
+    assert w_steps[4].output_tokens[0] == 0  # paused
+    assert c_steps[4].output_tokens[0] > 0  # still decoding
+    p = chunked
+    passes = np.ceil(30_000 / 512)
+    work = 30_000 * p._tau_tok[0] + 30_000 ** 2 * p._tau_sq[0] + passes * p._t_pass
+    ttft = chunked.request_table()["first_token"][1] - 2.0
+    t_c = 512 * p._tau_tok[0] + p._t_pass
+    ctx = 100 + sum(s.output_tokens[0] for s in c_steps[:2])  # context when the prompt arrives
+    t_d = (WEIGHT_BYTES + ctx * KV) / (HBM * MBU) + p._t_pass + p._tau_tok[0]
+    assert ttft == pytest.approx(work * (t_c + t_d) / t_c, rel=0.005)
+    assert ttft > t_pf

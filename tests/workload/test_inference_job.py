@@ -50,8 +50,12 @@ def test_it_power_follows_request_rate():
 
 
 def test_decode_heavy_power_band(tmp_path):
-    """Short prompts, long outputs: the serving chips draw 20–60 % of TDP (decode is
-    memory-bound; CATALOGUE-SOURCES.md: 20–43 % of TDP on H200)."""
+    """Short prompts, long outputs on 2-chip replicas: decode streams the weights and KV caches
+    from HBM, so the serving chips draw well above active idle and below the compute-bound
+    prefill level. By hand from the device model: P ≈ active idle + P_dyn · u_hbm · (byte rate /
+    bandwidth), with the byte rate at most MBU; the band [active idle + 25 % of P_dyn, 75 % of
+    TDP] holds every second of the burst (decode-only power measured at 20-43 % of TDP on H200
+    in CATALOGUE-SOURCES is for a different chip and stack)."""
     rng = np.random.default_rng(0)
     n = 600
     t0 = pd.Timestamp("2023-11-16 18:00:00")
@@ -63,14 +67,15 @@ def test_decode_heavy_power_band(tmp_path):
     scenario.write_text(TRACE.read_text())
     over = {"time": {"duration": "5 min"}, "record": {"device": "1 s"},
             "jobs": [{"kind": "inference", "name": "d", "devices": {"kind": "trn3", "count": 16},
-                      "replica_size": 16, "model": {"params": 70e9}, "trace": str(trace)}]}
+                      "replica_size": 2, "model": {"params": 70e9}, "trace": str(trace)}]}
     sim, tree = _run(scenario, over)
     dev = tree["device"].to_dataset()
     serving = dev.isel(device=sim.jobs.jobs[0].devices)
     busy = serving["p"].isel(time=slice(60, 280))  # well inside the burst of requests
-    tdp = load_catalog().chips["trn3"].tdp.si
-    assert float(busy.min()) >= 0.2 * tdp
-    assert float(busy.max()) <= 0.6 * tdp
+    chip = load_catalog().chips["trn3"]
+    p_dyn = sim.system.chip["p_dyn"][sim.jobs.jobs[0].devices[0]]
+    assert float(busy.min()) >= chip.p_active_idle.si + 0.25 * p_dyn
+    assert float(busy.max()) <= 0.75 * chip.tdp.si
 
 
 def test_seeded_poisson_arrivals():

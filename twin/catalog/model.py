@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import types
 import typing
+import math
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -141,36 +142,81 @@ class Curve(_Strict):
         return points
 
 
+class Claim(_Strict):
+    """A vendor's statement recorded as a claim, not a figure: what is claimed, against what, on
+    what basis (e.g. a workload-level vendor measurement), and where it was said."""
+
+    statement: str
+    metric: str  # e.g. "performance per watt", "energy efficiency", "compute"
+    ratio: float | None = None  # the claimed factor, e.g. 4.0 for "4x"
+    versus: str = ""  # the entry it is compared with
+    basis: str  # e.g. "workload-level, vendor measurement"
+    source: Annotated[str, Field(min_length=3)]
+
+
+class Range(_Strict):
+    """A sourced range of a quantity whose single value is not published (the entry's figure is
+    the stated default inside it)."""
+
+    low: str | float | int
+    high: str | float | int
+    source: Annotated[str, Field(min_length=3)]
+
+
 class Entry(_Strict):
     description: str = Field(description="what the entry is, in one line")
     vendor: str = Field("", description="maker")
     status: Literal["shipping", "projected"] = Field(
         "shipping", description="'projected' for announced, unreleased hardware (figures are estimates)")
+    claims: list[Claim] = Field([], description="vendor statements recorded as claims (what, against what, "
+                                "on what basis), not as figures")
 
 
 class Chip(Entry):
     """A device package: accelerator, CPU, NIC or switch ASIC.
 
-    Power model (see :func:`twin.power.device.device_power`)::
+    Power model (see :mod:`twin.power.device`): idle (no job holds the device) it draws
+    ``p_idle`` at ``t_idle``, with a share ``idle_leak_fraction`` of its leakage following the
+    die temperature; active (held by a job, or working) it draws::
 
-        P = p_idle + (tdp - p_idle - p_leak_ref) * u * f**clock_exponent
-            + p_leak_ref * exp(leak_beta * (T - t_ref))
+        P = p_active_idle − L(1, t_idle) + L(f, T) + P_dyn · u · f**clock_exponent
+        L(f, T) = p_leak_ref · f**(clock_exponent − 1) · exp(leak_beta · (T − t_ref))
 
-    so that P = tdp at u = 1, f = 1 and T = t_ref. Thermal path: die (c_die) -r_jc-> cold plate
-    or heat-sink base (c_plate) -r_conv-> coolant or air, with
+    with P_dyn chosen so that P = tdp at u = 1, f = 1 and T = t_ref (the maximum operating
+    temperature). A governor holds P at or under the power limit (``tdp`` unless the scenario
+    caps it, no lower than ``p_limit_min``) by lowering the clock; within a step the part may
+    exceed it by at most ``power_excursion`` (default 1: never). Thermal path: die (c_die)
+    -r_jc-> cold plate or heat-sink base (c_plate) -r_conv-> coolant or air, with
     r_conv = r_conv_ref * (flow / flow_ref)**-0.8 (turbulent forced convection).
+
+    Serving figures (accelerators): dense peak per number format (``flops``, keys from
+    :data:`twin.catalog.formats.FORMATS`), HBM capacity and bandwidth, the compute and
+    bandwidth utilisations a serving stack reaches (``mfu`` in prefill, ``mbu`` in decode), and
+    the dynamic activity (utilisation) of streaming HBM at its full bandwidth (``u_hbm``) and of
+    the tensor engines at their dense peak (``u_tensor``), from which serving power follows.
     """
 
     role: Literal["accelerator", "cpu", "nic", "switch"] = Field(
         description="what the device does; jobs place on accelerators and CPUs, NICs and switches follow their sled")
     cooling: Literal["liquid", "air"] = Field(description="where the package's heat goes: a cold plate on the "
                                               "sled's coolant, or a heat sink in the sled's air")
-    tdp: Power = Field(description="thermal design power: P at u = 1, f = 1, T = t_ref")
-    p_idle: Power = Field(description="power at u = 0 without the leakage term")
-    p_leak_ref: Power = Field(description="leakage (static) power at t_ref")
-    t_ref: Temperature = Field(description="die temperature at which p_leak_ref and tdp hold")
+    tdp: Power = Field(description="thermal design power: P at u = 1, f = 1, T = t_ref; the default power limit")
+    tdp_range: Range | None = Field(None, description="where the TDP is not published: the sourced range "
+                                    "(tdp is the stated default inside it)")
+    p_idle: Power = Field(description="measured whole-chip idle power (no job holds the device) at t_idle")
+    t_idle: Temperature = Field(description="die temperature of the idle and active-idle measurements")
+    idle_leak_fraction: Ratio = Field(description="share of full-voltage leakage left at idle (parked voltage, "
+                                      "power gating), 0..1")
+    p_active_idle: Power = Field(description="measured power when a job holds the device but runs no work "
+                                 "(u = 0, clocks up) at t_idle")
+    p_leak_ref: Power = Field(description="leakage (static) power at full voltage and t_ref")
+    t_ref: Temperature = Field(description="maximum operating temperature, at which p_leak_ref and tdp hold")
     leak_beta: PerKelvin = Field(description="leakage growth with temperature: P_leak ∝ exp(leak_beta·(T − t_ref))")
-    clock_exponent: Ratio = Field(description="α of dynamic power ∝ f^α under DVFS")
+    clock_exponent: Ratio = Field(description="α of dynamic power ∝ f^α under DVFS (leakage ∝ f^(α−1))")
+    power_excursion: Ratio | None = Field(None, description="most the power may exceed its limit within a step, "
+                                          "as a ratio (default 1: never)")
+    p_limit_min: Power | None = Field(None, description="lowest settable power limit (a scenario cap below it "
+                                      "is an error)")
     t_throttle: Temperature = Field(description="die temperature at which the governor lowers the clock")
     t_shutdown: Temperature = Field(description="die temperature at which the device trips (off until repaired)")
     throttle_hysteresis: TemperatureDelta = Field(description="cooling below t_throttle needed before the clock rises again")
@@ -180,11 +226,14 @@ class Chip(Entry):
                                  "liquid chips also set the sled's share of its rack's manifold flow")
     c_die: HeatCapacity = Field(description="heat capacity of die and lid")
     c_plate: HeatCapacity = Field(description="heat capacity of the cold plate or heat sink")
-    flops_fp8: Flops | None = Field(None, description="dense FP8 peak (inference prefill and roofline)")
-    flops_bf16: Flops | None = Field(None, description="dense BF16 peak")
+    flops: dict[str, Flops] = Field({}, description="dense peak per number format (bf16, fp8, mxfp8, mxfp4, fp4, …)")
     hbm_capacity: Bytes | None = Field(None, description="HBM capacity")
     hbm_bandwidth: Bandwidth | None = Field(None, description="HBM bandwidth (decode roofline)")
     max_clock: Frequency | None = Field(None, description="highest core (GPU: SM) clock: the relative clock's 1")
+    mfu: Ratio | None = Field(None, description="model FLOPs utilisation a serving stack reaches in prefill")
+    mbu: Ratio | None = Field(None, description="bandwidth utilisation of the weight and KV reads in decode")
+    u_hbm: Ratio | None = Field(None, description="utilisation (dynamic activity) of streaming HBM at full bandwidth")
+    u_tensor: Ratio | None = Field(None, description="utilisation (dynamic activity) of the tensor engines at their dense peak")
     convection_exponent: Ratio | None = Field(
         None, description="n in G_conv ∝ flow^n of the plate or heat sink (laminar microchannel plates 0.3–0.5; "
                           "default 0.8, turbulent)")
@@ -195,8 +244,37 @@ class Chip(Entry):
 
     @model_validator(mode="after")
     def _consistent(self):
-        if self.p_idle.si + self.p_leak_ref.si > self.tdp.si:
-            raise ValueError("p_idle + p_leak_ref must not exceed tdp")
+        from twin.catalog.formats import FORMATS
+
+        # p_active_idle is normally above p_idle, but not required to be: a calibration's trial
+        # values may cross while the fit moves one of them.
+        if not (self.p_idle.si <= self.tdp.si and self.p_active_idle.si <= self.tdp.si):
+            raise ValueError("p_idle and p_active_idle must not exceed tdp")
+        if not self.t_idle.si < self.t_ref.si:
+            raise ValueError("t_idle must be below t_ref (the maximum operating temperature)")
+        leak_idle = self.p_leak_ref.si * math.exp(self.leak_beta.si * (self.t_idle.si - self.t_ref.si))
+        if self.p_active_idle.si + self.p_leak_ref.si - leak_idle > self.tdp.si:
+            raise ValueError("p_active_idle plus the leakage rise from t_idle to t_ref exceeds tdp")
+        if not self.idle_leak_fraction.si <= 1:
+            raise ValueError("idle_leak_fraction must not exceed 1")
+        if self.power_excursion is not None and not self.power_excursion.si >= 1:
+            raise ValueError("power_excursion must be at least 1")
+        if self.p_limit_min is not None and not self.p_limit_min.si <= self.tdp.si:
+            raise ValueError("p_limit_min must not exceed tdp")
+        for name in ("mfu", "mbu"):
+            v = getattr(self, name)
+            if v is not None and not v.si <= 1:
+                raise ValueError(f"{name} must not exceed 1")
+        unknown = sorted(set(self.flops) - set(FORMATS))
+        if unknown:
+            raise ValueError(f"flops: unknown number format {unknown[0]!r} (known: {', '.join(FORMATS)})")
+        if self.tdp_range is not None:
+            try:
+                lo, hi = (parse_quantity(v, "power") for v in (self.tdp_range.low, self.tdp_range.high))
+            except QuantityError as exc:
+                raise ValueError(f"tdp_range: {exc}") from None
+            if not lo <= self.tdp.si <= hi:
+                raise ValueError("tdp must lie inside tdp_range")
         if self.t_shutdown.si <= self.t_throttle.si:
             raise ValueError("t_shutdown must be above t_throttle")
         if self.flow_ref.si <= 0:

@@ -44,7 +44,8 @@ def _rack_power(cat, name) -> float:
 FIGURES = {
     "chips": lambda cat, n, e: ", ".join(x for x in (
         e.role, e.cooling, f"TDP {_si(e.tdp.si, 'W')}",
-        f"FP8 {e.flops_fp8.si / 1e15:.3g} PF" if e.flops_fp8 else "",
+        (lambda k: f"{k.upper()} {e.flops[k].si / 1e15:.3g} PF")(max(e.flops, key=lambda k: e.flops[k].si))
+        if e.flops else "",
         f"HBM {_si(e.hbm_bandwidth.si, 'B/s')}" if e.hbm_bandwidth else "") if x),
     "sleds": lambda cat, n, e: f"{_items(e.devices)}; {_si(_sled_power(cat, n), 'W')} at TDP",
     "power_shelves": lambda cat, n, e: f"{e.psus.value} × {_si(e.psu_rating.si, 'W')} PSUs"
@@ -109,13 +110,13 @@ def _overview(cat, kinds) -> None:
             t.add_row(label, FIGURES.get(kind, lambda *_: "")(cat, name, entry), entry.description)
         out.print(t)
     out.print("* projected (not shipping; figures are estimates from announcements).\n"
-              "`twin catalog NAME` shows every figure of an entry with its source; "
-              "`twin catalog NAME --yaml` prints it ready to paste under a scenario's `catalog:`.",
+              "`twin catalog NAME` shows every figure of an entry with its source;\n"
+              "`twin catalog NAME --yaml` prints it to paste under a scenario's `catalog:`.",
               highlight=False, markup=False)
 
 
 def _detail(kind: str, name: str, entry) -> None:
-    from twin.catalog.model import SINGULAR, Count, Curve, Figure
+    from twin.catalog.model import SINGULAR, Claim, Count, Curve, Figure, Range
 
     t = Table(title=f"{name} ({SINGULAR[kind]}): {entry.description}", title_justify="left")
     t.add_column("figure", no_wrap=True)
@@ -127,6 +128,12 @@ def _detail(kind: str, name: str, entry) -> None:
             t.add_row(field, str(v.value), v.source)
         elif isinstance(v, Curve):
             t.add_row(field, ", ".join(f"{x:g}→{y:.1%}" for x, y in v.points), v.source)
+        elif isinstance(v, Range):
+            t.add_row(field, f"{v.low} to {v.high}", v.source)
+        elif isinstance(v, list) and v and isinstance(v[0], Claim):
+            for c in v:
+                ratio = f"{c.ratio:g}x " if c.ratio is not None else ""
+                t.add_row("claim", f"{c.metric}: {ratio}vs {c.versus}; \"{c.statement}\" ({c.basis})", c.source)
         elif isinstance(v, dict):
             for k, c in v.items():
                 if isinstance(c, (Figure, Count)):

@@ -15,7 +15,8 @@ import math
 import numpy as np
 
 from twin.power.device import device_power
-from twin.power.governor import cap_governor, shutdown_trip, thermal_governor
+from twin.power.governor import cap_governor, power_limit_governor, shutdown_trip, thermal_governor
+from twin.scenario.errors import FieldError
 from twin.sim.component import Component, Var, step_mean
 
 P = Var("device", "p", "W", "device power", per_substep=True)
@@ -44,7 +45,7 @@ class ChipPower(Component):
     """
 
     inputs = ("device.u", "device.clock_limit", "device.tripped", "device.t_die", "device.repair",
-              "device.p_floor", "device.ramp")
+              "device.p_floor", "device.ramp", "device.held")
     outputs = (P, P_STEP, CLOCK)
     phase = "power"
 
@@ -55,12 +56,17 @@ class ChipPower(Component):
         self.totals = totals
         self.p_prev = None  # last sub-step's device power, for ramp limits [W]
 
-    def power(self, u, clock, on, t_die):
-        """Device power for utilisation ``u`` (devices,) or (sub-steps, devices) [W]."""
+    def power(self, u, clock, on, t_die, held):
+        """Device power for utilisation ``u`` (devices,) or (sub-steps, devices) [W].
+
+        A device is active when a job holds it (``held``) or it has work (u > 0), idle
+        otherwise (:func:`twin.power.device.device_power`). Within a step the power limit may be
+        exceeded by at most the part's excursion (the firmware's fast protection clamps there);
+        the power-limit governor lowers the clock for the next step.
+        """
         c = self.chip
-        p = device_power(u * on, clock * on, t_die, c["p_idle"], c["p_dyn"],
-                         c["p_leak_ref"], c["t_ref"], c["leak_beta"], c["clock_exponent"])
-        return p * on
+        p = device_power(u * on, clock * on, t_die, ((u > 0) | held) & on, c)
+        return np.minimum(p, c["power_excursion"] * c["p_limit"]) * on
 
     def step(self, t: float, dt: float, state) -> None:
         clock, on, repair = state["device.clock_limit"], ~state["device.tripped"], state["device.repair"]
@@ -68,7 +74,7 @@ class ChipPower(Component):
             on[repair] = True
             clock = clock.copy()
             clock[repair] = 1.0
-        p_sub = self.power(state["device.u"], clock, on, state["device.t_die"])
+        p_sub = self.power(state["device.u"], clock, on, state["device.t_die"], state["device.held"])
         if self.smoothing:
             raw = p_sub
             p_sub = self._smooth(p_sub, on, state["device.p_floor"], state["device.ramp"])
@@ -112,7 +118,7 @@ class Governors(Component):
     A restarted job's devices are cleared first; when the UPS battery runs out every device trips.
     """
 
-    inputs = ("device.t_die", "rack.p_ac", "device.repair", "facility.battery_empty")
+    inputs = ("device.u", "device.t_die", "rack.p_ac", "device.repair", "facility.battery_empty")
     outputs = (THROTTLED, RACK_THROTTLED, RACK_CAPPED, CLOCK_LIMIT, TRIPPED)
     phase = "controllers"
 
@@ -121,6 +127,7 @@ class Governors(Component):
         self.totals = totals
         n = sy.n_devices
         self.clock_thermal = np.ones(n)
+        self.clock_power = np.ones(n)  # the power-limit governor's clock
         self.clock = np.ones(n)
         self.tripped = np.zeros(n, dtype=bool)
         self.ever_throttled = np.zeros(n, dtype=bool)
@@ -135,16 +142,26 @@ class Governors(Component):
         state["device.clock_limit"] = self.clock
         state["device.tripped"] = self.tripped
 
+    def settle(self, u, t_die, state) -> None:
+        """Start at the clock that holds the first step's demand ``u`` within the power limits."""
+        self.clock_power = power_limit_governor(self.sy.chip["p_limit"], u, t_die, self.sy.chip)
+        self.clock = np.minimum(self.clock_thermal, self.clock_power)
+        state["device.clock_limit"] = self.clock
+
     def step(self, t: float, dt: float, state) -> None:
         sy, tot = self.sy, self.totals
         repair = state["device.repair"]
         if repair is not None and repair.size:
             self.tripped[repair] = False
             self.clock_thermal[repair] = 1.0
+            self.clock_power[repair] = 1.0
         t_die = state["device.t_die"]
         throttled = self.clock_thermal < 1.0
         self.clock_thermal = thermal_governor(self.clock_thermal, t_die, sy.chip["t_throttle"],
                                               sy.chip["throttle_hysteresis"], dt)
+        # Power limit: the clock that keeps the step's highest demand at or under the limit.
+        self.clock_power = power_limit_governor(sy.chip["p_limit"], state["device.u"].max(axis=0), t_die, sy.chip)
+        clock = np.minimum(self.clock_thermal, self.clock_power)
         was_tripped = self.tripped
         self.tripped = shutdown_trip(t_die, sy.chip["t_shutdown"], self.tripped)
         capped = self.rack_cap < 1.0
@@ -154,11 +171,11 @@ class Governors(Component):
             row_p = np.bincount(sy.rack_row, weights=p_ac, minlength=len(sy.row_names))
             self.row_cap = cap_governor(self.row_cap, row_p, sy.row_power_limit, dt)
             cap = np.minimum(self.rack_cap, self.row_cap[sy.rack_row])
-            self.clock = np.minimum(self.clock_thermal, cap[sy.device_rack])
+            self.clock = np.minimum(clock, cap[sy.device_rack])
             capped = cap < 1.0
             tot.capped_rack_seconds += capped.sum() * dt
         else:
-            self.clock = self.clock_thermal
+            self.clock = clock
         if self.first_throttle == math.inf and throttled.any():
             self.first_throttle = t
         if self.first_trip == math.inf and self.tripped.any() and not was_tripped.any():
@@ -175,3 +192,29 @@ class Governors(Component):
         if n_thr:
             self.ever_throttled |= throttled
         tot.t_die_max = max(tot.t_die_max, t_die.max())
+
+
+def power_limits(rules, system, catalog) -> np.ndarray:
+    """Per-device power limits [W]: the TDP, lowered by a scenario's ``power_limits`` rules.
+
+    Raises :class:`FieldError` for a rule that selects no devices or sets a limit below the
+    part's lowest settable power limit (catalogue ``p_limit_min``).
+    """
+    from twin.workload.profile import select_devices
+
+    sy, tdp = system, system.chip["tdp"]
+    limit = tdp.copy()
+    floor = np.array([catalog.chips[k].p_limit_min.si if catalog.chips[k].p_limit_min else 0.0
+                      for k in sy.device_kind])
+    for i, rule in enumerate(rules):
+        mask = select_devices(rule.select, sy)
+        if not mask.any():
+            raise FieldError(("power_limits", i, "select"), "selects no devices")
+        new = np.full(sy.n_devices, rule.limit) if rule.limit is not None else rule.fraction * tdp
+        low = mask & (new < floor)
+        if low.any():
+            j = int(np.argmax(low))
+            raise FieldError(("power_limits", i), f"{new[j]:.0f} W is below the lowest power limit "
+                             f"{floor[j]:.0f} W of '{sy.device_kind[j]}'")
+        limit[mask] = np.minimum(new[mask], tdp[mask])
+    return limit

@@ -1,16 +1,21 @@
-"""Clock governors: thermal throttling with hysteresis, and the shutdown trip."""
+"""Clock governors: the device power limit, thermal throttling with hysteresis, the shutdown
+trip, and rack/row power caps."""
 
 from __future__ import annotations
 
 import numpy as np
+
+from twin.power.device import clock_for_power
 
 #: Clock-rate gain per kelvin outside the band [1/(K·s)] (estimate; stable for die-to-clock
 #: sensitivities up to ~60 K per unit clock at a 1 s step).
 THROTTLE_GAIN = 0.02
 #: Largest clock fall [1/s] (estimate: firmware can halve clocks within a second).
 THROTTLE_DOWN_RATE = 0.5
-#: Largest clock recovery [1/s] (estimate: slower recovery avoids limit cycling).
-THROTTLE_UP_RATE = 0.02
+#: Largest clock recovery [1/s] (estimate: DVFS moves clocks within milliseconds, so recovery
+#: is bounded only by the proportional term — a die 10 K below its band recovers at 0.2/s, one
+#: 50 K below within a second — and by the twin's step).
+THROTTLE_UP_RATE = 1.0
 #: Lowest clock the thermal governor goes to [1] (estimate: lowest DVFS state ~30 % of boost).
 CLOCK_MIN = 0.3
 
@@ -106,3 +111,42 @@ def cap_governor(cap, power, limit, dt, gain=CAP_GAIN, up_rate=CAP_UP_RATE, cap_
     rise = np.minimum(up_rate, gain * -excess) * dt
     new = np.where(excess > 0, cap - fall, np.where(np.isfinite(excess), cap + rise, 1.0))
     return np.clip(new, cap_min, 1.0)
+
+
+def power_limit_governor(limit, u, t_die, chip, clock_min=CLOCK_MIN):
+    """Clock that holds each active device at or under its power limit (TGP/TDP or a cap).
+
+    Parameters
+    ----------
+    limit : ndarray
+        Power limit per device [W] (the TDP unless a scenario sets a cap).
+    u : ndarray
+        Utilisation over the last step [1].
+    t_die : ndarray
+        Die temperature [degC].
+    chip : mapping of str to ndarray
+        Per-device power parameters (see :func:`twin.power.device.device_power`).
+    clock_min : float
+        Lowest clock [1].
+
+    Returns
+    -------
+    ndarray
+        Relative clock in [clock_min, 1] [1].
+
+    Notes
+    -----
+    Accelerators enforce their power limit in firmware by lowering the voltage-frequency point
+    within milliseconds (NVIDIA "SW power cap"; AWS Neuron devices likewise); at the twin's step
+    the loop is settled, so the governor sets the clock that puts the step's power exactly on
+    the limit: the root of P(u, f, T) = P_lim (:func:`twin.power.device.clock_for_power`).
+    Within a step whose load rose the device may exceed the limit until the next governor
+    update, by at most its published excursion (the driver clamps there).
+
+    References
+    ----------
+    .. [1] NVIDIA, "nvidia-smi" documentation: clocks event reasons ``SW Power Cap``.
+    .. [2] Patel et al., "POLCA: Power Oversubscription in LLM Cloud Providers", arXiv:2308.12908
+       (power capping and frequency locking of A100/H100 in inference clusters).
+    """
+    return clock_for_power(limit, u, t_die, chip, clock_min=clock_min)

@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from twin.calibrate.spec import CalibrationRecord, TelemetrySpec
+from twin.catalog.formats import FORMATS
 from twin.catalog.model import KINDS
 from twin.units import quantity
 
@@ -147,6 +148,22 @@ class WorkloadRule(_Strict):
         return self
 
 
+class PowerLimit(_Strict):
+    """A device power limit (cap) for the selected devices, below their TDP: the governor holds
+    each device at or under it by lowering its clock. Give ``limit`` (per device) or
+    ``fraction`` (of each device's TDP). Later rules override earlier ones."""
+
+    select: Select = Select()
+    limit: Power | None = None
+    fraction: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
+
+    @model_validator(mode="after")
+    def _one(self):
+        if (self.limit is None) == (self.fraction is None):
+            raise ValueError("give exactly one of 'limit' or 'fraction'")
+        return self
+
+
 class DeviceRequest(_Strict):
     """Devices a job asks for: a chip kind, how many (default: all that match), and where.
 
@@ -227,8 +244,10 @@ class ModelSpec(_Strict):
     """The served model: size, weight format and KV cache per token."""
 
     params: Annotated[float, Field(gt=0)]  # parameters, e.g. 70e9
-    bytes_per_param: Annotated[float, Field(gt=0)] = 1.0  # FP8 weights
+    format: Literal[tuple(FORMATS)] = "fp8"  # type: ignore[valid-type]  # weights and matmuls
     kv_bytes_per_token: Annotated[float, Field(ge=0)] = 163840.0  # e.g. 80 layers × 8 KV heads × 128 × 2 × FP8
+    layers: Annotated[int, Field(ge=1)] | None = None  # default from params (twin.workload.inference.model_shape)
+    d_model: Annotated[int, Field(ge=1)] | None = None
 
 
 class Arrivals(_Strict):
@@ -252,11 +271,13 @@ class InferenceJob(_Strict):
     trace: str | None = None  # CSV path (relative to the scenario) or "azure-code" (bundled)
     arrivals: Arrivals | None = None
     time_scale: Annotated[float, Field(gt=0)] = 1.0  # >1 replays the trace faster
-    mfu: Annotated[float, Field(gt=0, le=1)] = 0.5
-    mbu: Annotated[float, Field(gt=0, le=1)] = 0.7
+    mfu: Annotated[float, Field(gt=0, le=1)] | None = None  # default: the chip's catalogue figure
+    mbu: Annotated[float, Field(gt=0, le=1)] | None = None  # default: the chip's catalogue figure
     max_batch_size: Annotated[int, Field(ge=1)] = 64
     max_prefill_tokens: Annotated[float, Field(gt=0)] = 8192.0
-    u_decode: tuple[Fraction, Fraction] = (0.2, 0.45)
+    prefill_chunk: Annotated[float, Field(gt=0)] | None = None  # chunked prefill [tokens per pass]
+    layer_overhead: Duration | None = None  # per layer and pass; default the Splitwise fit
+    collective_overhead: Duration | None = None  # per all-reduce step on top of the fabric latency
     network_load: Fraction = 0.2
     host_load: Fraction = 0.2
 
@@ -362,6 +383,7 @@ class Scenario(_Strict):
     cdus: list[CDUSpec] = []
     halls: Annotated[list[Hall], Field(min_length=1)]
     workload: list[WorkloadRule] = []
+    power_limits: list[PowerLimit] = []  # device caps below TDP (DVFS holds them)
     workload_step: Duration | None = None  # finer than time.step for sub-second power (default: the step)
     jobs: list[Annotated[TrainingJob | InferenceJob | CpuJob, Field(discriminator="kind")]] = []
     events: list[Event] = []

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from twin.catalog import Catalog
+from twin.power.device import dynamic_power_full
 from twin.scenario.layout import expand_cdus, expand_racks
 from twin.scenario.model import CDUSpec, Scenario
 from twin.thermal.network import SledGroup, volume_to_mass_flow_air, volume_to_mass_flow_water
@@ -18,8 +19,8 @@ from twin.units import CP_WATER
 
 #: Chip figures copied into per-device arrays (name in the catalogue = name of the array).
 CHIP_FIELDS = (
-    "tdp", "p_idle", "p_leak_ref", "t_ref", "leak_beta", "clock_exponent", "t_throttle",
-    "t_shutdown", "throttle_hysteresis",
+    "tdp", "p_idle", "t_idle", "idle_leak_fraction", "p_active_idle", "p_leak_ref", "t_ref",
+    "leak_beta", "clock_exponent", "t_throttle", "t_shutdown", "throttle_hysteresis",
 )
 
 DEFAULT_CDU = CDUSpec(name="cdu-1")
@@ -127,7 +128,11 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
     racks, sleds, devices = layout["racks"], layout["sleds"], layout["devices"]
     kinds = _col(devices, "kind", object)
     chip = {f: np.array([getattr(catalog.chips[k], f).si for k in kinds]) for f in CHIP_FIELDS}
-    chip["p_dyn"] = chip["tdp"] - chip["p_idle"] - chip["p_leak_ref"]
+    chip["p_dyn"] = dynamic_power_full(chip["tdp"], chip["p_active_idle"], chip["p_leak_ref"],
+                                       chip["t_ref"], chip["t_idle"], chip["leak_beta"])
+    chip["power_excursion"] = np.array([catalog.chips[k].power_excursion.si
+                                        if catalog.chips[k].power_excursion else 1.0 for k in kinds])
+    chip["p_limit"] = chip["tdp"].copy()  # scenario caps lower it (see the power-limit governor)
     liquid = np.array([catalog.chips[k].cooling == "liquid" for k in kinds])
     sled_template = _col(sleds, "template", object)
     device_start = _col(sleds, "device_start", np.int64)

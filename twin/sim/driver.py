@@ -22,7 +22,7 @@ import numpy as np
 from twin.cooling.cdu import PlantCdu, SimpleCdu
 from twin.network.component import NetworkPower
 from twin.power.chain import PowerChain
-from twin.power.chips import ChipPower, Governors
+from twin.power.chips import ChipPower, Governors, power_limits
 from twin.power.shelves import Shelves
 from twin.scenario.errors import FieldError
 from twin.scenario.loader import LoadedScenario
@@ -130,6 +130,7 @@ class Simulation:
         sc = self.scenario = loaded.scenario
         self.system: System = build_system(sc, loaded.catalog)
         try:
+            self.system.chip["p_limit"] = power_limits(sc.power_limits, self.system, loaded.catalog)
             self.workload = Workload(sc, self.system, loaded.catalog, loaded.base)
         except FieldError as exc:
             raise loaded.locate(exc) from None
@@ -266,8 +267,10 @@ class Simulation:
         on = np.ones(sy.n_devices, dtype=bool)
         clock = np.ones(sy.n_devices)
 
+        held = st["device.held"]
+
         def power(t_die):
-            return self.chips.power(u0, clock, on, t_die)
+            return self.chips.power(u0, clock, on, t_die, held)
 
         self.racks.t_die[:] = sy.chip["t_ref"]
         self.racks.settle(power, STEADY_ITERATIONS)
@@ -277,6 +280,7 @@ class Simulation:
                 self.cooling.settle(q_cdu, q_air + float(st["facility.p_network"][0]), flow)
                 self.racks.update(st)
                 self.racks.settle(power, STEADY_ITERATIONS)
+        self.governors.settle(u0, self.racks.t_die, st)
         self.totals.stored_start = self.racks.stored_heat()
 
     # -- compatibility views -------------------------------------------------------------------

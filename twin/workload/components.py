@@ -16,6 +16,7 @@ U = Var("device", "u", "1", "demanded utilisation", per_substep=True)
 REPAIR = Var("device", "repair", "1", "devices whose job restarted this step (trips cleared)", record=False)
 P_FLOOR = Var("device", "p_floor", "W", "power floor of the device's job", record=False)
 RAMP = Var("device", "ramp", "W s-1", "ramp-rate limit of the device's job", record=False)
+HELD = Var("device", "held", "1", "device is held by a job (in the active state even at u = 0)", record=False)
 JOB_VARS = (
     Var("job", "progress", "1",
         "work done: iterations (training), requests completed (inference), device-seconds at full clock (cpu)"),
@@ -36,7 +37,7 @@ class Demand(Component):
     """
 
     inputs = ("device.clock_limit", "device.tripped", "device.t_die")
-    outputs = (U, REPAIR, P_FLOOR, RAMP)
+    outputs = (U, REPAIR, P_FLOOR, RAMP, HELD)
     phase = "workload"
 
     def __init__(self, workload):
@@ -49,12 +50,18 @@ class Demand(Component):
         state["device.repair"] = None
         state["device.p_floor"] = jobs.floor if jobs is not None else np.zeros(n)
         state["device.ramp"] = jobs.ramp if jobs is not None else np.full(n, np.inf)
+        state["device.held"] = self._held()
+
+    def _held(self):
+        jobs = self.workload.jobs
+        return jobs.owner >= 0 if jobs is not None else np.zeros(self.workload.n_devices, dtype=bool)
 
     def step(self, t: float, dt: float, state) -> None:
         u, repair = self.workload.demand(t, state["device.clock_limit"], state["device.tripped"],
                                          state["device.t_die"])
         state["device.u"] = u
         state["device.repair"] = repair
+        state["device.held"] = self._held()
         self.ever_used |= u.max(axis=0) > 0
 
 

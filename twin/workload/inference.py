@@ -69,20 +69,137 @@ def kv_bytes_per_token(layers, kv_heads, head_dim, bytes_per_value):
     return KV_TENSORS * np.asarray(layers) * kv_heads * head_dim * bytes_per_value
 
 
-def prefill_time(prompt_tokens, params, flops_peak, mfu):
-    """Time to prefill a prompt (compute-bound).
+#: Megatron-style tensor parallelism all-reduces the activations twice per layer (after the
+#: attention block and after the MLP) [1].
+ALLREDUCES_PER_LAYER = 2
+#: Bytes per activation value exchanged in tensor-parallel all-reduces (BF16) [B].
+ACTIVATION_BYTES = 2.0
+#: Serving-stack overheads fitted to the Splitwise measurements (A100-80GB and H100-80GB serving
+#: Llama-2-70B and BLOOM-176B at TP 2-8, vLLM-era software; MIT; twin/data/calibration/splitwise)
+#: by ``benchmarks/fit_serving_model.py``: per layer and forward pass, kernel launches and the
+#: small (normalisation, rotary, sampling) operations [s] ...
+LAYER_OVERHEAD = 1.70e-4
+#: ... and per step of a tensor-parallel all-reduce, the collective library's synchronisation
+#: and launch cost on top of the fabric's latency [s].
+COLLECTIVE_OVERHEAD = 1.79e-5
+
+
+def model_shape(params):
+    """Layers and model width of a dense transformer of ``params`` parameters, when not given.
+
+    Parameters
+    ----------
+    params : float
+        Parameters N [1].
+
+    Returns
+    -------
+    (int, int)
+        Layers L and model dimension d [1].
+
+    Notes
+    -----
+    N ≈ 12 · L · d² (attention 4d² and MLP 8d² per layer) with the aspect ratio d ≈ 128 · L of
+    the Llama and GPT-3 families (Llama-2-70B: 80 layers of 8,192; GPT-3 175B: 96 of 12,288), so
+    L = (N / (12 · 128²))^(1/3). Llama-2-70B gives 71 layers of 9,060 (actual 80 of 8,192).
+
+    References
+    ----------
+    .. [1] J. Kaplan et al., "Scaling Laws for Neural Language Models", arXiv:2001.08361, 2020,
+       section 2.1 (N ≈ 12 · n_layer · d_model²).
+    """
+    layers = max(1, int(round((params / (12.0 * 128.0 ** 2)) ** (1.0 / 3.0))))
+    return layers, int(round(128 * layers))
+
+
+def tp_allreduce_time(message, tp, bandwidth, latency):
+    """Tensor-parallel all-reduce of ``message`` bytes per chip over ``tp`` chips [s].
+
+    Parameters
+    ----------
+    message : float or ndarray
+        Activation bytes each chip holds [B].
+    tp : int or ndarray
+        Chips in the tensor-parallel group, p [1].
+    bandwidth : float or ndarray
+        Per-chip fabric bandwidth, one direction, β [B/s].
+    latency : float or ndarray
+        Time of one collective step, α [s] (fabric latency plus the collective library's).
+
+    Returns
+    -------
+    float or ndarray
+        Time [s]; 0 for p = 1.
+
+    Notes
+    -----
+    Recursive halving and doubling (the latency-optimal algorithm NCCL and the Neuron runtime
+    pick for the small messages of inference):
+    T = 2 ⌈log₂ p⌉ α + 2 (p − 1)/p · n/β (Thakur, Rabenseifner and Gropp 2005). The Splitwise
+    decode times favour this log₂ p growth over a ring's 2 (p − 1) (see README Fidelity).
+
+    References
+    ----------
+    .. [1] R. Thakur, R. Rabenseifner, W. Gropp, "Optimization of collective communication
+       operations in MPICH", IJHPCA 19(1), 2005.
+    """
+    p = np.asarray(tp, dtype=float)
+    steps = 2.0 * np.ceil(np.log2(np.maximum(p, 1.0)))
+    return steps * latency + 2.0 * (p - 1.0) / p * np.asarray(message, dtype=float) / bandwidth
+
+
+def forward_overhead(layers, tp, latency, t_layer):
+    """Fixed time of one forward pass: per-layer software overhead and all-reduce latencies [s].
+
+    Parameters
+    ----------
+    layers : int or ndarray
+        Transformer layers L [1].
+    tp : int or ndarray
+        Tensor-parallel chips p [1].
+    latency : float or ndarray
+        Collective step latency α [s] (fabric + library).
+    t_layer : float or ndarray
+        Software overhead per layer [s].
+
+    Returns
+    -------
+    float or ndarray
+        L · t_layer + 2 L · 2 ⌈log₂ p⌉ · α [s].
+    """
+    return layers * t_layer + ALLREDUCES_PER_LAYER * layers * tp_allreduce_time(0.0, tp, 1.0, latency)
+
+
+def prefill_time(prompt_tokens, params, flops_peak, mfu, *, square_tokens=None, params_bytes=0.0,
+                 hbm_bandwidth=np.inf, mbu=1.0, layers=0, d_model=0, tp=1, bandwidth=np.inf, latency=0.0,
+                 t_layer=0.0):
+    """Time to prefill prompts in one forward pass (compute-bound).
 
     Parameters
     ----------
     prompt_tokens : float or ndarray
-        Prompt tokens processed [tokens] (the sum over a prefill batch for a batch).
+        Prompt tokens processed, n [tokens] (the sum over a prefill batch for a batch).
     params : float or ndarray
-        Model parameters [1].
+        Model parameters N [1].
     flops_peak : float or ndarray
         Peak dense throughput of the chips serving the model, at the model's number format
         [FLOP/s].
     mfu : float or ndarray
         Model FLOPs utilisation reached in prefill, 0..1 [1].
+    square_tokens : float or ndarray, optional
+        Σ s² over the batch's prompts of length s [tokens²], for the attention FLOPs; default n²
+        (one prompt).
+    params_bytes, hbm_bandwidth, mbu : float, optional
+        Weight bytes W [B], HBM bandwidth [B/s] and its utilisation [1]: a pass cannot take less
+        than reading the weights once (default: no floor).
+    layers, d_model : int, optional
+        Layers L and model dimension d [1]; 0 leaves out attention and collectives.
+    tp : int, optional
+        Tensor-parallel chips p [1].
+    bandwidth, latency : float, optional
+        Fabric bandwidth β [B/s] and collective step latency α [s].
+    t_layer : float, optional
+        Software overhead per layer and forward pass [s].
 
     Returns
     -------
@@ -91,12 +208,14 @@ def prefill_time(prompt_tokens, params, flops_peak, mfu):
 
     Notes
     -----
-    t_prefill = 2 · N · n_prompt / (F_peak · MFU).
+    t = max((2 N n + 2 L d Σ s²) / (F_peak · MFU), W / (B_HBM · MBU)) + L · t_layer
+    + 2 L · T_ar(n · d · 2 B, p).
 
-    A forward pass costs about 2 FLOPs per parameter per token [2]_; the attention-score FLOPs
-    (2 · layers · context · d_model per token) are left out — about 1.5 % for a 70B model at
-    1,500 tokens. Prefill runs many tokens through each weight it reads, so it sits right of the
-    roofline ridge point and is compute-bound [1]_, [3]_.
+    A forward pass costs about 2 FLOPs per parameter per token [2]_, plus the causal attention
+    scores and their weighted sum, 2 L d s² for a prompt of s tokens. Prefill runs many tokens
+    through each weight it reads, so it sits right of the roofline ridge point and is
+    compute-bound [1]_, [3]_. Tensor parallelism all-reduces the n × d activations twice per
+    layer (:func:`tp_allreduce_time`).
 
     References
     ----------
@@ -107,20 +226,25 @@ def prefill_time(prompt_tokens, params, flops_peak, mfu):
     .. [3] P. Patel et al., "Splitwise: Efficient Generative LLM Inference Using Phase
        Splitting", ISCA 2024.
     """
-    return FLOPS_PER_PARAM_PER_TOKEN * params * np.asarray(prompt_tokens, dtype=float) / (
-        flops_peak * mfu)
+    n = np.asarray(prompt_tokens, dtype=float)
+    sq = n * n if square_tokens is None else np.asarray(square_tokens, dtype=float)
+    flops = FLOPS_PER_PARAM_PER_TOKEN * params * n + 2.0 * layers * d_model * sq
+    coll = ALLREDUCES_PER_LAYER * layers * (tp_allreduce_time(n * d_model * ACTIVATION_BYTES, tp, bandwidth, 0.0))
+    compute = np.maximum(flops / (flops_peak * mfu), params_bytes / (hbm_bandwidth * mbu))
+    return compute + forward_overhead(layers, tp, latency, t_layer) + coll
 
 
 def decode_step_time(batch_size, params_bytes, kv_bytes_per_token, context_tokens, hbm_bandwidth,
-                     mbu):
+                     mbu, *, params=0.0, flops_peak=np.inf, mfu=1.0, layers=0, d_model=0, tp=1,
+                     bandwidth=np.inf, latency=0.0, t_layer=0.0):
     """Time of one decode step of a batch (memory-bound); every sequence gains one token.
 
     Parameters
     ----------
     batch_size : float or ndarray
-        Sequences decoding together [1].
+        Sequences decoding together, b [1].
     params_bytes : float or ndarray
-        Bytes of model weights read per step (parameters × bytes per parameter) [B].
+        Bytes of model weights read per step, W [B].
     kv_bytes_per_token : float or ndarray
         KV cache per token of context [B] (see :func:`kv_bytes_per_token`).
     context_tokens : float or ndarray
@@ -129,6 +253,11 @@ def decode_step_time(batch_size, params_bytes, kv_bytes_per_token, context_token
         HBM bandwidth of the chips serving the model [B/s].
     mbu : float or ndarray
         Model bandwidth utilisation reached in decode, 0..1 [1].
+    params, flops_peak, mfu : float, optional
+        Parameters N, peak dense throughput [FLOP/s] and its utilisation [1], for the step's
+        2 N b FLOPs (default: none).
+    layers, d_model, tp, bandwidth, latency, t_layer : optional
+        As for :func:`prefill_time` (default: no overhead, no collectives).
 
     Returns
     -------
@@ -137,13 +266,14 @@ def decode_step_time(batch_size, params_bytes, kv_bytes_per_token, context_token
 
     Notes
     -----
-    t_step = (W + b · c̄ · kv) / (B_HBM · MBU),
+    t_step = (W + b · c̄ · kv) / (B_HBM · MBU) + 2 N b / (F_peak · MFU) + L · t_layer
+    + 2 L · T_ar(b · d · 2 B, p),
 
     with W the weight bytes, b the batch size, c̄ the mean context and kv the KV bytes per token.
-    Each step reads every weight once for the whole batch and each sequence's KV cache once.
-    Valid while the step's 2 · N · b FLOPs take less time than this read, i.e. for b below the
-    ridge point (F_peak · MFU · W) / (2 · N · B_HBM · MBU) — about 180 sequences for an FP8
-    model on a 2.517 PFLOP/s, 4.9 TB/s chip at MFU 0.5 and MBU 0.7 [1]_, [2]_.
+    Each step reads every weight once for the whole batch and each sequence's KV cache once; the
+    matrix work of the batch adds to it (a sum, not a max: the fitted utilisations absorb the
+    overlap) and so do the fixed per-pass overheads, which dominate at high tensor parallelism
+    (they are why the measured MBU falls from ~0.6 at TP 2 to ~0.2 at TP 8) [1]_, [2]_.
 
     References
     ----------
@@ -154,7 +284,10 @@ def decode_step_time(batch_size, params_bytes, kv_bytes_per_token, context_token
     .. [3] Databricks, "LLM Inference Performance Engineering: Best Practices", 2023 (defines MBU).
     """
     b = np.asarray(batch_size, dtype=float)
-    return (params_bytes + b * context_tokens * kv_bytes_per_token) / (hbm_bandwidth * mbu)
+    coll = ALLREDUCES_PER_LAYER * layers * tp_allreduce_time(b * d_model * ACTIVATION_BYTES, tp, bandwidth, 0.0)
+    return ((params_bytes + b * context_tokens * kv_bytes_per_token) / (hbm_bandwidth * mbu)
+            + FLOPS_PER_PARAM_PER_TOKEN * params * b / (flops_peak * mfu)
+            + forward_overhead(layers, tp, latency, t_layer) + coll)
 
 
 def decode_tokens_per_second(batch_size, params_bytes, kv_bytes_per_token, context_tokens,
@@ -242,6 +375,68 @@ def decode_steps(duration, batch_size, params_bytes, kv_bytes_per_token, context
     return 2.0 * rt / (beta + np.sqrt(beta * beta + 4.0 * a * rt))
 
 
+#: Share of a replica's HBM a serving stack gives to weights and KV cache (vLLM's default
+#: ``gpu_memory_utilization``; the rest holds activations and the runtime) [1].
+HBM_USABLE = 0.9
+
+
+def pool_arguments(chip, tp, *, params, fmt, kv_bytes_per_token, layers=None, d_model=None,
+                   link=(np.inf, 0.0), mfu=None, mbu=None, layer_overhead=None, collective_overhead=None,
+                   max_batch_size=64, max_prefill_tokens=8192.0, prefill_chunk=None) -> dict:
+    """Keyword arguments of :class:`InferencePool` for a model served on ``tp``-chip replicas.
+
+    Parameters
+    ----------
+    chip : twin.catalog.Chip
+        The catalogue entry of the chips (``flops`` per format, HBM, ``mfu``, ``mbu``,
+        ``u_hbm``, ``u_tensor``).
+    tp : int
+        Chips per replica [1].
+    params : float
+        Model parameters [1].
+    fmt : str
+        Number format of weights and matrix work (:data:`twin.catalog.formats.FORMATS`).
+    kv_bytes_per_token : float
+        KV cache per token [B].
+    layers, d_model : int, optional
+        Model shape; default from ``params`` (:func:`model_shape`).
+    link : (float, float)
+        Scale-up fabric per-chip bandwidth [B/s] and step latency [s].
+    mfu, mbu, layer_overhead, collective_overhead : optional
+        Overrides of the catalogue's utilisations and of the fitted serving-stack overheads
+        (:data:`LAYER_OVERHEAD`, :data:`COLLECTIVE_OVERHEAD`) [1], [1], [s], [s].
+
+    Raises
+    ------
+    ValueError
+        The chip has no peak for the format or no HBM figures, or the weights do not fit.
+    """
+    from twin.catalog.formats import bytes_per_param, compute_format
+
+    cf = compute_format(fmt, chip.flops)
+    if cf is None or chip.hbm_bandwidth is None:
+        raise ValueError(f"no FLOPS or HBM figures to serve a {fmt} model")
+    weights = params * bytes_per_param(fmt)
+    hbm = chip.hbm_capacity.si * tp * HBM_USABLE if chip.hbm_capacity is not None else np.inf
+    if weights >= hbm:
+        raise ValueError(f"the {weights / 1e9:.0f} GB of weights do not fit in {tp} chips "
+                         f"({hbm / 1e9:.0f} GB usable HBM); use more chips per replica or a narrower format")
+    shape = model_shape(params)
+
+    def pick(value, fig, default):
+        return float(value) if value is not None else (fig.si if fig is not None else default)
+
+    bandwidth, latency = link
+    return dict(
+        params=params, params_bytes=weights, kv_bytes_per_token=kv_bytes_per_token,
+        flops_peak=chip.flops[cf].si * tp, hbm_bandwidth=chip.hbm_bandwidth.si * tp,
+        mfu=pick(mfu, chip.mfu, 0.5), mbu=pick(mbu, chip.mbu, 0.94), max_batch_size=max_batch_size,
+        max_prefill_tokens=max_prefill_tokens, tp=tp, layers=layers or shape[0], d_model=d_model or shape[1],
+        fabric_bandwidth=bandwidth, collective_latency=latency + pick(collective_overhead, None, COLLECTIVE_OVERHEAD),
+        t_layer=pick(layer_overhead, None, LAYER_OVERHEAD), kv_capacity=hbm - weights, prefill_chunk=prefill_chunk,
+        u_hbm=pick(None, chip.u_hbm, 1.0), u_tensor=pick(None, chip.u_tensor, 1.0))
+
+
 # -- the pool -------------------------------------------------------------------------------------
 class PoolStep(NamedTuple):
     """What an :class:`InferencePool` did in one time step.
@@ -249,10 +444,10 @@ class PoolStep(NamedTuple):
     Attributes
     ----------
     u_prefill : ndarray, shape (replicas,)
-        Step-mean utilisation from prefill: share of the step spent prefilling × ``u_prefill`` [1].
+        Step-mean utilisation (dynamic activity of each chip) from prefill [1].
     u_decode : ndarray, shape (replicas,)
-        Step-mean utilisation from decode: share of the step spent decoding × the decode level
-        for the batch size [1].
+        Step-mean utilisation from decode [1]. Both are ``u_tensor`` × the share of the dense
+        peak and ``u_hbm`` × the share of the HBM bandwidth the phase reached, over the step.
     prompt_tokens : ndarray, shape (replicas,)
         Prompt tokens prefilled in the step [tokens].
     output_tokens : ndarray, shape (replicas,)
@@ -310,22 +505,39 @@ class InferencePool:
     hbm_bandwidth : float or ndarray, shape (n_replicas,)
         HBM bandwidth of one replica (all its chips) [B/s].
     mfu : float, optional
-        Model FLOPs utilisation in prefill [1]. Default 0.5 (estimate).
+        Model FLOPs utilisation in prefill (and of the decode step's matrix work) [1]. Default
+        0.5 (the Splitwise fit; chips carry it in the catalogue).
     mbu : float, optional
-        Model bandwidth utilisation in decode [1]. Default 0.7 (estimate).
+        Bandwidth utilisation of the weight and KV reads in decode [1]. Default 0.94 (the
+        Splitwise fit).
     max_batch_size : int, optional
         Sequences a replica holds at once (prefilling or decoding) [1]. Default 64.
     max_prefill_tokens : float, optional
         Prompt tokens a replica admits into one prefill batch [tokens]; the first request of a
         batch is always admitted. Default 8,192.
-    u_prefill : float, optional
-        Utilisation while prefilling [1]. Default 1 (compute-bound, near TDP).
-    u_decode : (float, float), optional
-        Utilisation while decoding with a batch of one and with a full batch [1], linear in
-        between. Default (0.2, 0.45), from decode drawing 20–43 % of TDP on H200 (see
-        CATALOGUE-SOURCES.md). The device model maps u to power as P_idle + (P_max − P_idle)·u,
-        so for a chip idling at a fraction i of TDP, a decode draw of a fraction p of TDP is
-        u = (p − i) / (1 − i); pass that to match a measured draw exactly.
+    tp : int, optional
+        Chips per replica joined by tensor parallelism, p [1]. Default 1.
+    layers, d_model : int, optional
+        The model's layers and width [1], for attention FLOPs and tensor-parallel all-reduces.
+        Default 0: left out.
+    fabric_bandwidth : float, optional
+        Per-chip bandwidth of the fabric joining a replica's chips, one direction [B/s].
+    collective_latency : float, optional
+        Time of one all-reduce step: the fabric's latency plus the collective library's [s].
+    t_layer : float, optional
+        Software overhead per layer and forward pass [s] (:data:`LAYER_OVERHEAD` is the fit).
+    kv_capacity : float, optional
+        HBM left for the KV cache in one replica [B]; a request is admitted only when its whole
+        KV cache (prompt + output tokens) fits beside those in flight, otherwise it waits in the
+        queue. Default: unlimited.
+    prefill_chunk : float, optional
+        Chunked prefill: prompts are processed in passes of this many tokens, interleaved with
+        decode steps of the sequences already running, so decoding continues during a prefill.
+        Default None: a prefill batch runs whole and pauses decoding.
+    u_hbm, u_tensor : float, optional
+        Utilisation (dynamic activity, :mod:`twin.power.device`) of a chip streaming HBM at its
+        full bandwidth and of its tensor engines at their dense peak [1] (catalogue figures).
+        Default 1.
     requests : pandas.DataFrame, optional
         Request table to serve (``arrival`` [s], ``prompt_tokens``, ``output_tokens``), as from
         :func:`~twin.workload.traces.read_azure_trace` or
@@ -344,10 +556,20 @@ class InferencePool:
     decodes all its sequences together, one token each per step, until one finishes, a request
     arrives for a free slot, or the time step ends.
 
-    *Service* (roofline; see :func:`prefill_time` and :func:`decode_step_time`). At relative
-    clock f a replica prefills at f · F_peak · MFU / (2N) tokens/s and decodes with step time
-    t_step / f: service slows in proportion to the clock. k decode steps take
-    :func:`decode_time`; steps are tracked as fractions within a time step.
+    *Service* (roofline with overheads; see :func:`prefill_time` and :func:`decode_step_time`).
+    A prefill batch costs its FLOPs at F_peak · MFU plus one forward pass's fixed overhead and
+    all-reduces; at relative clock f it takes 1/f as long. A decode step reads the weights and
+    the KV caches at B_HBM · MBU (the memory clock does not follow the core clock) and adds
+    the batch's matrix work and the fixed per-pass overheads, which do slow as 1/f. k decode
+    steps take :func:`decode_time`; steps are tracked as fractions within a time step.
+
+    *Power*. Each phase's utilisation is u_tensor × (FLOP rate / peak) + u_hbm × (byte rate /
+    HBM bandwidth), per chip: decode at a small batch streams HBM (u ≈ u_hbm · MBU share), a
+    large batch or a prefill adds tensor work, and the device's power limit binds when the sum
+    passes 1. The fit to Splitwise A100 power is in README Fidelity.
+
+    *Memory*. Each request reserves KV cache for its prompt and output tokens when admitted and
+    frees it when done; with ``kv_capacity`` set, requests queue while HBM is full.
 
     *Time*. Within :meth:`advance` each replica runs its own event clock through the step (events:
     prefill done, a sequence done, an arrival); replicas wait for each other only where they
@@ -355,8 +577,9 @@ class InferencePool:
     vectorised over replicas and their sequences, never over requests. Utilisation is the
     time-weighted mean over the step. Arrivals in [t0, t0 + dt) belong to the step.
 
-    Not modelled: KV-cache capacity limits on the batch, chunked prefill, the compute floor of
-    decode at very large batches, speculative decoding, prefix caching.
+    Not modelled: pre-emption and swapping of KV caches (requests wait instead), speculative
+    decoding, prefix caching, the lower power of HBM traffic under a core-clock cap (activity
+    is scaled with the core clock).
 
     References
     ----------
@@ -372,8 +595,10 @@ class InferencePool:
 
     def __init__(self, n_replicas: int, *, params: float, params_bytes: float,
                  kv_bytes_per_token: float, flops_peak, hbm_bandwidth, mfu: float = 0.5,
-                 mbu: float = 0.7, max_batch_size: int = 64, max_prefill_tokens: float = 8192,
-                 u_prefill: float = 1.0, u_decode: tuple[float, float] = (0.2, 0.45),
+                 mbu: float = 0.94, max_batch_size: int = 64, max_prefill_tokens: float = 8192,
+                 tp: int = 1, layers: int = 0, d_model: int = 0, fabric_bandwidth: float = np.inf,
+                 collective_latency: float = 0.0, t_layer: float = 0.0, kv_capacity: float = np.inf,
+                 prefill_chunk: float | None = None, u_hbm: float = 1.0, u_tensor: float = 1.0,
                  requests: pd.DataFrame | None = None, t_start: float = 0.0):
         if int(n_replicas) != n_replicas or n_replicas < 1:
             raise ValueError("InferencePool: n_replicas must be a whole number >= 1, "
@@ -381,6 +606,8 @@ class InferencePool:
         if int(max_batch_size) != max_batch_size or max_batch_size < 1:
             raise ValueError("InferencePool: max_batch_size must be a whole number >= 1, "
                              f"got {max_batch_size}")
+        if int(tp) != tp or tp < 1:
+            raise ValueError(f"InferencePool: tp must be a whole number >= 1, got {tp}")
         R = self.n_replicas = int(n_replicas)
         B = self.max_batch_size = int(max_batch_size)
         self.params = _positive("params", params)
@@ -394,16 +621,28 @@ class InferencePool:
         self.hbm_bandwidth = _positive("hbm_bandwidth", hbm_bandwidth, (R,))
         self.mfu = _positive("mfu", mfu)
         self.mbu = _positive("mbu", mbu)
+        if self.mfu > 1 or self.mbu > 1:
+            raise ValueError(f"InferencePool: mfu and mbu must be in (0, 1], got {mfu}, {mbu}")
         self.max_prefill_tokens = _positive("max_prefill_tokens", max_prefill_tokens)
-        self.u_prefill = float(u_prefill)
-        lo, hi = (float(x) for x in u_decode)
-        if not (0 <= self.u_prefill <= 1 and 0 <= lo <= 1 and 0 <= hi <= 1):
-            raise ValueError("InferencePool: utilisations must be in 0..1, "
-                             f"got u_prefill={u_prefill}, u_decode={u_decode}")
-        self.u_decode = (lo, hi)
-        # Full-clock service rates per replica.
-        self._prefill_rate = self.flops_peak * self.mfu / (FLOPS_PER_PARAM_PER_TOKEN * self.params)
-        self._read_rate = self.hbm_bandwidth * self.mbu  # [B/s]
+        self.tp = int(tp)
+        self.layers, self.d_model = float(layers), float(d_model)
+        self.kv_capacity = float(kv_capacity)
+        if not self.kv_capacity > 0:
+            raise ValueError(f"InferencePool: kv_capacity must be > 0, got {kv_capacity}")
+        self.prefill_chunk = None if prefill_chunk is None else _positive("prefill_chunk", prefill_chunk)
+        self.u_hbm, self.u_tensor = float(u_hbm), float(u_tensor)
+        if not (self.u_hbm >= 0 and self.u_tensor >= 0):
+            raise ValueError(f"InferencePool: u_hbm and u_tensor must be >= 0, got {u_hbm}, {u_tensor}")
+        # Full-clock service costs per replica (see prefill_time and decode_step_time).
+        F = self.flops_peak * self.mfu
+        coll_tok = (ALLREDUCES_PER_LAYER * self.layers
+                    * tp_allreduce_time(self.d_model * ACTIVATION_BYTES, self.tp, fabric_bandwidth, 0.0))
+        self._tau_flop = FLOPS_PER_PARAM_PER_TOKEN * self.params / F  # matrix work [s/token]
+        self._tau_coll = np.full(R, float(coll_tok))  # all-reduce transfer [s/token]
+        self._tau_tok = self._tau_flop + coll_tok  # [s/token]
+        self._tau_sq = 2.0 * self.layers * self.d_model / F  # attention [s/token²]
+        self._t_pass = float(forward_overhead(self.layers, self.tp, collective_latency, t_layer))  # [s]
+        self._read_rate = self.hbm_bandwidth * self.mbu  # [B/s], not clock-scaled
         # Slots (replica × sequence). A decoding slot finishes when its replica's decode-step
         # counter K reaches the slot's k_end; it has generated output − (k_end − K) tokens and
         # holds ctx0 + (K − k0) tokens of context. Decode steps thus touch one number per replica.
@@ -418,8 +657,11 @@ class InferencePool:
         self._n_dec = np.zeros(R, dtype=np.int64)  # slots decoding
         self._ctx_sum = np.zeros(R)  # context tokens of the decoding slots
         self._kend_min = np.full(R, np.inf)  # K at which the next sequence finishes
-        self._prefill_left = np.zeros(R)  # prompt tokens left in the current prefill batch
-        self._prefill_batch = np.zeros(R)  # prompt tokens of the current prefill batch
+        self._prefill_left = np.zeros(R)  # work left in the current prefill batch [full-clock s]
+        self._prefill_batch = np.zeros(R)  # work of the current prefill batch [full-clock s]
+        self._prefill_tokens = np.zeros(R)  # prompt tokens of the current prefill batch
+        self._prefill_act = np.zeros(R)  # ∫u dt of the whole batch at full clock [s]
+        self._kv_used = np.zeros(R)  # KV cache reserved by the requests in flight [B]
         self._prefilling = np.zeros(R, dtype=bool)
         # Requests (grown by submit).
         self._n = 0
@@ -461,7 +703,8 @@ class InferencePool:
         Raises
         ------
         ValueError
-            Arrays of different lengths, unsorted or non-finite arrivals, negative tokens.
+            Arrays of different lengths, unsorted or non-finite arrivals, negative tokens, or a
+            request whose KV cache can never fit in a replica.
         """
         a = np.asarray(arrival, dtype=float).ravel()
         p = np.asarray(prompt_tokens, dtype=float).ravel()
@@ -477,6 +720,12 @@ class InferencePool:
                              f"not before the last submitted arrival ({last} s)")
         if not (np.isfinite(p).all() and np.isfinite(o).all() and p.min() >= 0 and o.min() >= 0):
             raise ValueError("InferencePool.submit: token counts must be finite and >= 0")
+        kv_need = (p + o) * self.kv_bytes_per_token
+        if np.isfinite(self.kv_capacity) and kv_need.max() > self.kv_capacity:
+            i = int(np.argmax(kv_need > self.kv_capacity))
+            raise ValueError(f"InferencePool.submit: request {self._n + i} ({p[i]:.0f} prompt + {o[i]:.0f} "
+                             f"output tokens) needs {kv_need[i] / 1e9:.3g} GB of KV cache; a replica holds "
+                             f"{self.kv_capacity / 1e9:.3g} GB beside the weights")
         need = self._n + a.size
         if need > self._cols["arrival"].size:
             self._alloc(max(need, 2 * self._cols["arrival"].size, 1024))
@@ -530,17 +779,21 @@ class InferencePool:
         n_arr_end = int(arrival[: self._n].searchsorted(t_end, side="left"))
         done_before = self._n_done
 
-        prefill_rate = c * self._prefill_rate  # [tokens/s]
-        read_rate = c * self._read_rate  # [B/s]
         tau = np.full(R, t0)
-        t_prefill = np.zeros(R)  # time spent prefilling [s]
-        u_dec_time = np.zeros(R)  # ∫ decode level dt [s]
+        act = np.zeros(R)  # ∫ u dt [s], prefill ...
+        act_dec = np.zeros(R)  # ... and decode
         tok_p = np.zeros(R)
         tok_o = np.zeros(R)
-        lo, hi = self.u_decode
-        level_slope = (hi - lo) / (B - 1) if B > 1 else 0.0
         W, kv = self.params_bytes, self.kv_bytes_per_token
         K = self._K
+        Rr = self._read_rate
+        chunk = self.prefill_chunk
+        with np.errstate(divide="ignore"):
+            inv_c = np.where(c > 0, 1.0 / c, np.inf)
+        inv_c0 = np.where(c > 0, inv_c, 0.0)  # for activity: a stalled replica does none
+        # Decode activity per byte read and per sequence-step (full clock) [s/B], [s].
+        a_byte = self.u_hbm / self.hbm_bandwidth
+        a_seq = self.u_tensor * FLOPS_PER_PARAM_PER_TOKEN * self.params / self.flops_peak
 
         A = np.arange(R)
         for _ in range(_MAX_EVENTS_PER_STEP):
@@ -554,32 +807,43 @@ class InferencePool:
             pf = self._prefilling[A]
             pf_any = np.count_nonzero(pf)
             b = self._n_dec[A]
-            # Prefill: time to finish the current batch.
-            if pf_any:
-                rows = A[pf]
-                pr = prefill_rate[rows]
-                pl = self._prefill_left[rows]
-                T_pf = np.divide(pl, pr, out=np.full(rows.size, np.inf), where=pr > 0)
-                seg[pf] = np.minimum(rem[pf], T_pf)
-            # Decode: time until the first sequence finishes.
-            dec = (b > 0) & ~pf
+            # Decoding replicas: not prefilling, or prefilling in chunks (then sharing time).
+            dec = (b > 0) & (~pf if chunk is None else True)
             dec_any = np.count_nonzero(dec)
+            share = np.ones(A.size)  # share of the replica's time that goes to prefill
             if dec_any:
                 drows = A[dec]
                 bd = b[dec]
+                ctx = self._ctx_sum[drows] / bd
+                # Fixed per-step time (overheads and matrix work) folded into the bytes: W_eff.
+                w_eff = W + Rr[drows] * (self._t_pass + bd * self._tau_tok[drows]) * inv_c[drows]
+                if chunk is not None and pf_any:
+                    both = pf[dec]
+                    t_d = (W + bd[both] * ctx[both] * kv) / Rr[drows[both]] + (
+                        self._t_pass + bd[both] * self._tau_tok[drows[both]]) * inv_c[drows[both]]
+                    t_c = (chunk * self._tau_tok[drows[both]] + self._t_pass) * inv_c[drows[both]]
+                    sh = share[dec]
+                    sh[both] = t_c / (t_c + t_d)
+                    share[dec] = sh
+                rr = Rr[drows] * (1.0 - np.where(pf[dec], share[dec], 0.0))
                 kstar = self._kend_min[drows] - K[drows]
-                rr = read_rate[drows]
                 T_dec = np.full(drows.size, np.inf)
-                md = rr > 0
-                T_dec[md] = decode_time(kstar[md], bd[md], W, kv, self._ctx_sum[drows[md]] / bd[md],
-                                        rr[md], 1.0)
+                md = (c[drows] > 0) & (rr > 0)
+                T_dec[md] = decode_time(kstar[md], bd[md], w_eff[md], kv, ctx[md], rr[md], 1.0)
                 seg[dec] = np.minimum(seg[dec], T_dec)
-            # Arrivals: replicas with a free slot stop at an arrival (at once if a request already
-            # waits). The best placed (earliest, then least loaded) watches the queue head, the
-            # next one the request after it, and so on for the arrivals left in the step.
+            # Prefill: time to finish the current batch (its work in full-clock seconds).
+            if pf_any:
+                rows = A[pf]
+                pr = c[rows] * share[pf]
+                pl = self._prefill_left[rows]
+                T_pf = np.divide(pl, pr, out=np.full(rows.size, np.inf), where=pr > 0)
+                seg[pf] = np.minimum(seg[pf], T_pf)
+            # Arrivals: replicas with room (a slot and KV cache for the queue head) stop at an
+            # arrival (at once if a request already waits). The best placed (earliest, then least
+            # loaded) watches the queue head, the next one the request after it, and so on.
             new_tau = tA + seg
             if queued:
-                idx = ((self._n_occ[A] < B) & ~pf & (c[A] > 0)).nonzero()[0]
+                idx = (self._room(A) & ~pf & (c[A] > 0)).nonzero()[0]
                 if idx.size:
                     n_next = n_arr_end - self._head
                     if idx.size > 1:
@@ -596,14 +860,16 @@ class InferencePool:
             new_tau[end] = t_end
             tau[A] = new_tau
 
-            # Prefill progress.
+            # Prefill progress (work, then tokens and activity in proportion).
             if pf_any:
                 sp = seg[pf]
                 fin = sp >= T_pf
-                done_tokens = np.where(fin, pl, np.minimum(sp * pr, pl))
-                self._prefill_left[rows] = pl - done_tokens
-                tok_p[rows] += done_tokens
-                t_prefill[rows] += sp
+                done = np.where(fin, pl, np.minimum(sp * pr, pl))
+                self._prefill_left[rows] = pl - done
+                frac = np.divide(done, self._prefill_batch[rows], out=np.zeros(rows.size),
+                                 where=self._prefill_batch[rows] > 0)
+                tok_p[rows] += frac * self._prefill_tokens[rows]
+                act[rows] += frac * self._prefill_act[rows] * inv_c0[rows]
                 if np.count_nonzero(fin):
                     done_pf = rows[fin]
                     tok_o += self._first_tokens(done_pf, tau)
@@ -614,14 +880,17 @@ class InferencePool:
                 k = kstar.copy()
                 part = ~fin
                 if np.count_nonzero(part):
-                    rp = drows[part]
-                    k[part] = np.minimum(kstar[part], decode_steps(
-                        sd[part], bd[part], W, kv, self._ctx_sum[rp] / bd[part], read_rate[rp],
-                        1.0))
+                    k[part] = np.minimum(kstar[part], decode_steps(sd[part], bd[part], w_eff[part], kv,
+                                                                   ctx[part], rr[part], 1.0))
+                k = np.where(md, k, 0.0)
+                # Bytes read and sequence-steps in the k steps, as activity.
+                read = k * W + kv * bd * (k * ctx + 0.5 * k * (k - 1.0))
+                # HBM traffic keeps its pace at a lower core clock; the matrix work is spread over the
+                # longer time it takes (activity at full clock × time, as the device model expects).
+                act_dec[drows] += a_byte[drows] * read * (c[drows] > 0) + a_seq[drows] * k * bd * inv_c0[drows]
                 K[drows] += k
                 self._ctx_sum[drows] += k * bd
                 tok_o[drows] += k * bd
-                u_dec_time[drows] += sd * (lo + level_slope * (bd - 1))
                 if np.count_nonzero(fin):
                     done_dec = drows[fin]
                     K[done_dec] = self._kend_min[done_dec]  # exact, so the finished slot hits 0
@@ -638,14 +907,26 @@ class InferencePool:
         self.prompt_tokens_processed += float(tok_p.sum())
         running = c > 0  # a stalled replica does no work
         return PoolStep(
-            u_prefill=np.where(running, t_prefill * (self.u_prefill / dt), 0.0),
-            u_decode=np.where(running, u_dec_time / dt, 0.0),
+            u_prefill=np.where(running, act / dt, 0.0),
+            u_decode=np.where(running, act_dec / dt, 0.0),
             prompt_tokens=tok_p,
             output_tokens=tok_o,
             arrived=n_arr_end - n_arrived_before,
             completed=self._n_done - done_before,
             queue_length=n_arr_end - self._head,
         )
+
+    def _kv_need(self, j) -> np.ndarray:
+        """KV cache reserved by requests ``j``: their prompt and output tokens [B]."""
+        cols = self._cols
+        return (cols["prompt"][j] + cols["output"][j]) * self.kv_bytes_per_token
+
+    def _room(self, A) -> np.ndarray:
+        """Replicas of ``A`` with a free slot and KV cache for the request at the queue head."""
+        room = self._n_occ[A] < self.max_batch_size
+        if np.isfinite(self.kv_capacity) and self._head < self._n:
+            room &= self._kv_used[A] + self._kv_need(self._head) <= self.kv_capacity
+        return room
 
     def _admit(self, A, tau, c, n_arrived) -> None:
         """Move queued requests into free slots of ready replicas, in time order (vectorised).
@@ -663,7 +944,7 @@ class InferencePool:
         arrival = cols["arrival"]
         occ = self._n_occ[A]
         running = c[A] > 0
-        ok = (occ < B) & ~self._prefilling[A] & running
+        ok = self._room(A) & ~self._prefilling[A] & running
         if not ok.any():
             return
         el, occ = A[ok], occ[ok]
@@ -701,16 +982,23 @@ class InferencePool:
         j = head + n[:take]
         k, i, t_i = k[p], i[p], t_slot[p]
         fits = (t_i == a_j) | (t_i == t_min)
-        if k.max() > 0:  # several requests per replica: keep each batch's prompt tokens in bounds
-            tokens = cols["prompt"][j]
+        kv_limited = np.isfinite(self.kv_capacity)
+        if k.max() > 0 or kv_limited:
             s = np.argsort(i, kind="stable")
             g = i[s]
-            csum = np.cumsum(tokens[s])
             first = np.r_[True, g[1:] != g[:-1]]
-            before = (csum - tokens[s])[first]
-            batch = np.empty(take)
-            batch[s] = csum - before[np.cumsum(first) - 1]
-            fits &= (k == 0) | (batch <= self.max_prefill_tokens)
+            group = np.cumsum(first) - 1
+
+            def running_sum(values):  # per replica, in admission order
+                csum = np.cumsum(values[s])
+                out = np.empty(take)
+                out[s] = csum - (csum - values[s])[first][group]
+                return out
+
+            if k.max() > 0:  # several requests per replica: keep each batch's prompt tokens in bounds
+                fits &= (k == 0) | (running_sum(cols["prompt"][j]) <= self.max_prefill_tokens)
+            if kv_limited:  # and their KV caches inside the replica's HBM
+                fits &= self._kv_used[el[i]] + running_sum(self._kv_need(j)) <= self.kv_capacity
         cut = take if fits.all() else int(np.argmin(fits))
         if cut == 0:
             return
@@ -723,16 +1011,24 @@ class InferencePool:
         self._req[reps, slot] = j
         self._phase[reps, slot] = PREFILL
         prompt = cols["prompt"][j]
-        if cut == 1:
-            self._prefill_left[reps] += prompt
-            self._prefill_batch[reps] += prompt
-            self._n_occ[reps] += 1
-        else:
-            R = self.n_replicas
-            added = np.bincount(reps, weights=prompt, minlength=R)
-            self._prefill_left += added
-            self._prefill_batch += added
-            self._n_occ += np.bincount(reps, minlength=R)
+        R = self.n_replicas
+        self._n_occ += np.bincount(reps, minlength=R)
+        self._kv_used += np.bincount(reps, weights=self._kv_need(j), minlength=R)
+        # The batch's work [full-clock s]: its FLOPs and one pass's overheads (a pass per chunk).
+        tokens = np.bincount(reps, weights=prompt, minlength=R)
+        square = np.bincount(reps, weights=prompt * prompt, minlength=R)
+        new = np.unique(reps)
+        n_tok, n_sq = tokens[new], square[new]
+        passes = 1.0 if self.prefill_chunk is None else np.maximum(1.0, np.ceil(n_tok / self.prefill_chunk))
+        compute = np.maximum(n_tok * self._tau_flop[new] + n_sq * self._tau_sq[new],
+                             passes * self.params_bytes / self._read_rate[new])  # weights read per pass
+        work = compute + n_tok * self._tau_coll[new] + passes * self._t_pass
+        flops = FLOPS_PER_PARAM_PER_TOKEN * self.params * n_tok + 2.0 * self.layers * self.d_model * n_sq
+        self._prefill_left[new] = work
+        self._prefill_batch[new] = work
+        self._prefill_tokens[new] = n_tok
+        self._prefill_act[new] = (self.u_tensor * flops / self.flops_peak[new]
+                                  + self.u_hbm * passes * self.params_bytes / self.hbm_bandwidth[new])
         self._prefilling[reps] = True
         cols["admitted"][j] = tau[reps]
         cols["replica"][j] = reps
@@ -760,6 +1056,8 @@ class InferencePool:
         self._prefilling[rows] = False
         self._prefill_left[rows] = 0.0
         self._prefill_batch[rows] = 0.0
+        self._prefill_tokens[rows] = 0.0
+        self._prefill_act[rows] = 0.0
         n = self.n_replicas
         self._n_dec += np.bincount(reps, minlength=n)
         self._ctx_sum += np.bincount(reps, weights=ctx0, minlength=n)
@@ -774,7 +1072,9 @@ class InferencePool:
         r, s = np.nonzero((self._phase[rows] == DECODE)
                           & (self._kend[rows] - K[:, None] <= _DONE_TOKENS))
         reps = rows[r]
-        self._cols["done"][self._req[reps, s]] = tau[reps]
+        req = self._req[reps, s]
+        self._cols["done"][req] = tau[reps]
+        self._kv_used -= np.bincount(reps, weights=self._kv_need(req), minlength=self.n_replicas)
         self._req[reps, s] = -1
         self._phase[reps, s] = EMPTY
         self._n_done += r.size

@@ -36,6 +36,18 @@ STATE_NAMES = {QUEUED: "queued", RUNNING: "running", CHECKPOINT: "checkpoint",
 NETWORK_ROLES = ("nic", "switch")
 
 
+def scale_up_link(catalog, kind: str) -> tuple[float, float]:
+    """Per-chip bandwidth [B/s] and step latency [s] of the scale-up fabric joining ``kind``
+    chips (from the catalogue's ``fabrics``); no fabric: (inf, 0)."""
+    fabrics = getattr(catalog, "fabrics", None) or {}
+    for holder in (*getattr(catalog, "systems", {}).values(), *getattr(catalog, "racks", {}).values()):
+        name = (getattr(holder, "fabric", None) or {}).get(kind) if isinstance(getattr(holder, "fabric", None), dict) else None
+        if name in fabrics:
+            f = fabrics[name]
+            return f.bandwidth.si, f.latency.si
+    return np.inf, 0.0
+
+
 @dataclass
 class JobState:
     """Running state of one job (numbers in SI units)."""
@@ -117,9 +129,33 @@ class JobSet:
                                      f"{need} devices do not split into replicas of {job.spec.replica_size}")
                 job.requests = self._requests(job, base)
                 job.chip = catalog.chips[job.spec.devices.kind]
-                if job.chip.flops_fp8 is None or job.chip.hbm_bandwidth is None:
-                    raise FieldError(("jobs", job.index, "devices", "kind"),
-                                     f"'{job.spec.devices.kind}' has no FLOPS or HBM figures to serve a model")
+                job.pool_args = self._pool_args(job, catalog)
+                r = job.requests
+                need = (r["prompt_tokens"] + r["output_tokens"]).to_numpy() * job.spec.model.kv_bytes_per_token
+                cap = job.pool_args["kv_capacity"]
+                if need.size and need.max() > cap:
+                    i = int(np.argmax(need > cap))
+                    raise FieldError(("jobs", job.index, "replica_size"),
+                                     f"request {i} needs {need[i] / 1e9:.3g} GB of KV cache; a replica of "
+                                     f"{job.spec.replica_size} holds {cap / 1e9:.3g} GB beside the weights")
+
+    @staticmethod
+    def _pool_args(job, catalog) -> dict:
+        """The serving model of an inference job from its chip's catalogue figures (checked)."""
+        from twin.workload.inference import pool_arguments
+
+        spec, m = job.spec, job.spec.model
+        try:
+            return pool_arguments(
+                job.chip, spec.replica_size, params=m.params, fmt=m.format,
+                kv_bytes_per_token=m.kv_bytes_per_token, layers=m.layers, d_model=m.d_model,
+                link=scale_up_link(catalog, spec.devices.kind), mfu=spec.mfu, mbu=spec.mbu,
+                layer_overhead=spec.layer_overhead, collective_overhead=spec.collective_overhead,
+                max_batch_size=spec.max_batch_size, max_prefill_tokens=spec.max_prefill_tokens,
+                prefill_chunk=spec.prefill_chunk)
+        except ValueError as exc:
+            field = "replica_size" if "do not fit" in str(exc) else "devices"
+            raise FieldError(("jobs", job.index, field), f"'{spec.devices.kind}': {exc}") from None
 
     def _requests(self, job, base):
         """The job's request table: a trace file (Azure format) or seeded Poisson arrivals."""
@@ -303,15 +339,9 @@ class JobSet:
     def _start_pool(self, job: JobState, t: float) -> None:
         from twin.workload.inference import InferencePool
 
-        spec, chip = job.spec, job.chip
+        spec = job.spec
         n_rep = job.devices.size // spec.replica_size
-        job.pool = InferencePool(
-            n_rep, params=spec.model.params, params_bytes=spec.model.params * spec.model.bytes_per_param,
-            kv_bytes_per_token=spec.model.kv_bytes_per_token,
-            flops_peak=chip.flops_fp8.si * spec.replica_size,
-            hbm_bandwidth=chip.hbm_bandwidth.si * spec.replica_size, mfu=spec.mfu, mbu=spec.mbu,
-            max_batch_size=spec.max_batch_size, max_prefill_tokens=spec.max_prefill_tokens,
-            u_decode=tuple(spec.u_decode), requests=job.requests, t_start=t)
+        job.pool = InferencePool(n_rep, requests=job.requests, t_start=t, **job.pool_args)
         job.replicas = job.devices.reshape(n_rep, spec.replica_size)
 
     def _inference(self, job: JobState, ts, clock, tripped, u) -> None:
