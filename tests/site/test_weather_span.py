@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import SCENARIOS, write_scenario
 from twin.cli import app
-from twin.cooling.weather import SECONDS_PER_YEAR, Weather
+from twin.site.weather import SECONDS_PER_YEAR, Weather
 from twin.scenario import ScenarioError, load_scenario
 from twin.sim.driver import Simulation
 
