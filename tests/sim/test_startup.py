@@ -30,7 +30,7 @@ def test_quickstart_reaches_first_step_without_heavy_imports():
 
 def test_units_without_dask_then_dask_imports():
     """pint is loaded without its dask hook; dask itself still imports normally afterwards."""
-    code = ("import sys, twin.units, pint.compat\n"
+    code = ("import sys, twin.units\ntwin.units.registry()\nimport pint.compat\n"
             "assert 'dask' not in sys.modules and not pint.compat.HAS_DASK\n"
             "import dask\nprint(dask.__name__)\n")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)

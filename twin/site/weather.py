@@ -17,11 +17,14 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from twin.scenario.errors import FieldError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Folder of the bundled EPW files (see README.md there for their source and licence).
 WEATHER_DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "weather"
@@ -538,6 +541,8 @@ def read_epw(path) -> pd.DataFrame:
     .. [1] U.S. DOE, EnergyPlus Auxiliary Programs, "EnergyPlus Weather File (EPW) Data
        Dictionary".
     """
+    import pandas as pd  # on first use: the step path does not need it
+
     lines = _read_lines(path)
     header = _parse_header(path, lines)
     calendar = _typical_year_calendar()
@@ -680,6 +685,8 @@ def design_day(header: EpwHeader, kind: str = "cooling_0.4") -> pd.DataFrame:
     .. [2] U.S. DOE, EnergyPlus Engineering Reference, "Climate Calculations: EnergyPlus Design
        Day Temperature Calculations".
     """
+    import pandas as pd  # on first use: the step path does not need it
+
     section, percentile = _parse_design_day_kind(kind)
     if header.design is None:
         raise ValueError(f"design_day {kind!r}: the weather file carries no DESIGN CONDITIONS")
@@ -875,6 +882,8 @@ class Weather:
         Any other file serves runs up to what it covers; a longer run is refused when the
         simulation is built (:meth:`span_error`).
         """
+        import pandas as pd  # on first use: the step path does not need it
+
         try:
             df = pd.read_csv(path, skipinitialspace=True)
         except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
