@@ -26,14 +26,16 @@ def _run(path, over):
 def test_day_energy_balance_closes():
     """Over a simulated day (60 s steps, one UltraServer, Leesburg in July):
     - the plant: heat in (liquid + air + its own electric) = heat rejected + stored, within 0.5 %;
-    - the meter: facility energy = IT + cooling + UPS/busway + transformer losses (recorded series)."""
+    - the meter: facility energy = IT + cooling + busway, UPS and transformer losses + misc load +
+      electrical-room cooling (recorded series)."""
     over = {"time": {"start": "2026-07-01T00:00:00", "duration": "1 d", "step": "60 s"}, "halls": ONE_US,
             "record": {"facility": "60 s", "rack": "60 s"}}
     sim, tree, kpi = _run(ANNUAL, over)
     assert abs(kpi["plant_energy_residual"]) < 0.005
     f = tree["facility"].to_dataset()
     lhs = float(f["p_facility"].sum())
-    rhs = float((f["p_it"] + f["p_cooling"] + f["p_ups_loss"] + f["p_transformer_loss"]).sum())
+    rhs = float((f["p_it"] + f["p_cooling"] + f["p_ups_loss"] + f["p_busway_loss"] + f["p_transformer_loss"]
+                 + f["p_misc"] + f["p_electrical_room_cooling"]).sum())
     assert lhs == pytest.approx(rhs, rel=1e-9)
     assert kpi["pue"] == pytest.approx(lhs / float(f["p_it"].sum()), rel=1e-9)
     assert 1.03 < kpi["pue"] < 1.4

@@ -166,12 +166,27 @@ class PumpSpec(_Strict):
 
 
 class UPSSpec(_Strict):
-    template: str = "ups-1250kw"
+    """Central UPS: module template, operating mode and redundant modules (N + redundant, N
+    from the IT design load)."""
+
+    template: str = "ups-500kw-modern"
     mode: Literal["double_conversion", "eco"] = "double_conversion"
+    redundant: int = Field(1, ge=0)
 
 
 class TransformerSpec(_Strict):
-    template: str = "mv-transformer-2500kva"
+    """Medium- to low-voltage transformers, counted from the design load in kVA."""
+
+    template: str = "mv-transformer-1000kva"
+    #: Power factor of the facility load on the transformers [1] (estimate: server PSUs with
+    #: active PFC 0.98–0.99 at load, VFD-driven pumps and fans 0.95; 0.95 for the mix).
+    power_factor: float = Field(0.95, gt=0, le=1)
+
+
+class ElectricalRoomSpec(_Strict):
+    """Cooling of the UPS, battery and switchgear rooms (null template: not modelled)."""
+
+    template: str | None = "dx-electrical-room"
 
 
 class PlantSpec(_Strict):
@@ -189,6 +204,10 @@ class PlantSpec(_Strict):
     pumps: PumpSpec = PumpSpec()
     ups: UPSSpec = UPSSpec()
     transformer: TransformerSpec = TransformerSpec()
+    electrical_room: ElectricalRoomSpec = ElectricalRoomSpec()
+    #: Miscellaneous facility load as a share of the IT design load [1] (estimate: lighting at
+    #: 5–10 W/m² of white space plus controls, security and offices; 0.5 % for a dense AI hall).
+    misc_load: float = Field(0.005, ge=0, le=0.2)
 
     @model_validator(mode="after")
     def _chilled_water(self):

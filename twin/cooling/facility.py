@@ -272,6 +272,9 @@ class Plant:
                            "UPS template")
         self.transformer = _lookup(catalog.transformers, spec.transformer.template,
                                    ("plant", "transformer", "template"), "transformer template")
+        if spec.electrical_room.template is not None:
+            _lookup(catalog.room_coolers, spec.electrical_room.template,
+                    ("plant", "electrical_room", "template"), "electrical-room cooler template")
 
         self._init_state()
 

@@ -1,8 +1,9 @@
 """The power chain upstream of the racks as a component: busway/PDU → UPS (modules + battery) →
-transformers → utility, with its sizing. Facility power and energy are defined here, once.
+transformers → utility, with its sizing, the miscellaneous load and the electrical rooms' own
+cooling. Facility power and energy are defined here, once.
 
 ``facility.p_facility`` = utility input = IT power (rack AC input) + cooling + busway, UPS and
-transformer losses. Its exact time integral is the KPI ``energy_facility_J``, the live counter
+transformer losses + miscellaneous load + electrical-room cooling. Its exact time integral is the KPI ``energy_facility_J``, the live counter
 ``twin_facility_energy_joules_total`` and the OpenMetrics backfill alike (all read this one
 variable). Cooling equipment is fed from the transformers, not through the UPS. Without a
 scenario ``plant:`` there is no chain to model: utility input = IT + cooling, no upstream losses.
@@ -17,28 +18,59 @@ import math
 
 import numpy as np
 
-from twin.power.delivery import BUSWAY_LOSS_FRACTION, busway_input_power, transformer_losses, ups_input_power
+from twin.cooling.electrical_room import electrical_room_cooling
+from twin.power.delivery import apparent_power, busway_losses, misc_power, transformer_count, transformer_losses
+from twin.power.ups import UPS_MODES, ups_loss_coefficients, ups_losses, ups_modules
 from twin.sim.component import Component, Var, step_mean
 
 #: Transformers are sized for the design IT load with this margin (cooling and growth) [1]
 #: (estimate: a 25 % margin over the design load is the common sizing rule).
 TRANSFORMER_MARGIN = 1.25
+#: Busway losses at its rating, as a share of the rating [1] (estimate: 0.5–1 % per
+#: CATALOGUE-SOURCES.md; the low end for the short runs of a hall fed from its own room).
+BUSWAY_LOSS_AT_RATING = 0.005
+#: Busway rating over the continuous design load [1]: feeders are rated for 125 % of their
+#: continuous load (NFPA 70, National Electrical Code, 215.2(A)(1)).
+BUSWAY_RATING_FACTOR = 1.25
+#: Outdoor temperature for the electrical-room cooling where no plant gives one [degC].
+T_OUTDOOR_DEFAULT = 25.0
 
 P_FACILITY = Var("facility", "p_facility", "W",
-                 "facility power from the utility (IT, cooling and power-delivery losses)",
-                 per_substep=True, counter="twin_facility_energy_joules")
+                 "facility power from the utility (IT, cooling, electrical losses and their cooling, "
+                 "miscellaneous loads)", per_substep=True, counter="twin_facility_energy_joules")
 P_LOSS = Var("facility", "p_loss", "W",
              "power-delivery losses (power shelves; with a plant also busway, UPS and transformers)",
              counter="twin_power_delivery_loss_energy_joules")
 PUE = Var("facility", "pue", "1", "power usage effectiveness p_facility / p_it", ratio=("p_facility", "p_it"))
-P_UPS_LOSS = Var("facility", "p_ups_loss", "W", "busway and UPS losses")
+P_BUSWAY_LOSS = Var("facility", "p_busway_loss", "W", "busway losses")
+P_UPS_LOSS = Var("facility", "p_ups_loss", "W", "UPS losses (modules in service, operating mode)")
 P_TRANSFORMER_LOSS = Var("facility", "p_transformer_loss", "W", "transformer losses")
+P_MISC = Var("facility", "p_misc", "W", "miscellaneous facility load (lighting, controls, offices)")
+P_ELECTRICAL_ROOM = Var("facility", "p_electrical_room_cooling", "W",
+                        "cooling of the electrical rooms (UPS, busway and miscellaneous heat)")
 BATTERY_EMPTY = Var("facility", "battery_empty", "1", "the UPS battery ran out during an outage",
                     record=False)
 
 
+def design_ac_power(system) -> float:
+    """IT design load at the racks' AC inputs [W]: each rack's design DC power (device TDP, sled
+    overhead and fans) through its power shelves' efficiency curve at that load, summed."""
+    from twin.power.psu import shelf_input_power
+
+    sy = system
+    dc = (np.bincount(sy.device_rack, weights=sy.chip["tdp"], minlength=sy.n_racks)
+          + sy.rack_sum(sy.sled_overhead + sy.sled_fan_power))
+    capacity = sy.rack_psus * sy.rack_psu_rating
+    total = 0.0
+    for s, (loads, etas) in enumerate(sy.shelf_curves):
+        sel = sy.shelf_members[s]
+        total += float(shelf_input_power(dc[sel], capacity[sel], loads, etas).sum())
+    return total
+
+
 class PowerChain(Component):
-    """Busway, UPS and transformers between the racks and the utility.
+    """Busway, UPS and transformers between the racks and the utility, the miscellaneous load,
+    and the cooling of the electrical rooms.
 
     Parameters
     ----------
@@ -49,78 +81,129 @@ class PowerChain(Component):
     mode : {"double_conversion", "eco"}
     transformer : TransformerEntry, optional
     totals : Totals
-        Running totals of the run (this component keeps the facility power peak).
+        Running totals of the run (this component keeps the facility power peak and the heat
+        the electrical rooms and transformers reject).
+    redundant : int
+        Redundant UPS modules (N + R).
+    power_factor : float
+        Power factor of the load on the transformers [1].
+    misc_fraction : float
+        Miscellaneous load as a share of the design IT load [1].
+    room_cooler : RoomCoolerEntry, optional
+        Cooling of the electrical rooms (None: their heat is not cooled by any unit).
 
     Notes
     -----
-    Sizing: N+1 UPS modules, N = ⌈P_design (1 + busway loss) / rating⌉; the battery scales with
-    the modules; transformers ⌈1.25 P_design (1 + busway loss) / rating⌉, sharing the load.
-    Per step: P_bus = P_IT (1 + f_busway); P_UPS,in from the UPS efficiency curve at the
-    modules' load; P_util = P_UPS,in + P_cooling (on battery: P_cooling alone, the battery
-    supplies P_UPS,in); P_facility = P_util + transformer losses at the transformers' load.
+    Sizing from the design load: busway rated 1.25 P_design; N + R UPS modules,
+    N = ⌈(P_design + L_bus,design) / P_module⌉ (:func:`~twin.power.ups.ups_modules`); the
+    battery scales with the modules; transformers ⌈1.25 P_design / (PF S_rated)⌉
+    (:func:`~twin.power.delivery.transformer_count`).
+    Per step: busway L_bus = f_bus P_r (P_IT / P_r)² (I²R); UPS losses from the
+    module loss model fitted to the mode's curve (:func:`~twin.power.ups.ups_losses`) at the
+    modules' load; misc load constant; the UPS, busway and misc heat is cooled by the
+    electrical rooms' units (:func:`~twin.cooling.electrical_room.electrical_room_cooling`, at
+    the plant's outdoor temperature); transformers (outdoor, liquid-immersed) carry all of it
+    plus the cooling and reject their losses outdoors. On battery the UPS input comes from the
+    battery and the utility carries the rest.
     """
 
     inputs = ("facility.p_it", "facility.p_cooling", "rack.p_loss")
-    VARIABLES = (P_FACILITY, P_LOSS, PUE, P_UPS_LOSS, P_TRANSFORMER_LOSS, BATTERY_EMPTY)
+    VARIABLES = (P_FACILITY, P_LOSS, PUE, P_BUSWAY_LOSS, P_UPS_LOSS, P_TRANSFORMER_LOSS, P_MISC,
+                 P_ELECTRICAL_ROOM, BATTERY_EMPTY)
     events = ("utility_outage",)
     phase = "integration"
 
     def __init__(self, design_it_power: float, ups=None, mode: str = "double_conversion",
-                 transformer=None, totals=None):
+                 transformer=None, totals=None, *, redundant: int = 1, power_factor: float = 0.95,
+                 misc_fraction: float = 0.0, room_cooler=None, outdoor: bool = False):
         self.totals = totals
         self.modelled = ups is not None
         self.outputs = self.VARIABLES if self.modelled else (P_FACILITY, P_LOSS, PUE, BATTERY_EMPTY)
+        self.inputs = PowerChain.inputs + (("facility.t_outdoor",) if outdoor and self.modelled else ())
         self.on_battery = False
         self.outage_start = math.inf
         self.ride_through = math.inf  # s of battery from the outage's start until empty (inf: never)
         self.battery_energy = self.battery_left = 0.0
         if not self.modelled:
             return
-        curve = ups.efficiency if mode == "double_conversion" else ups.efficiency_eco
-        design = design_it_power * (1 + BUSWAY_LOSS_FRACTION)
-        self.ups_rating = (np.ceil(design / ups.rating.si) + 1) * ups.rating.si
-        self.ups_curve = (np.array([p[0] for p in curve.points]), np.array([p[1] for p in curve.points]))
-        self.battery_energy = (ups.battery_energy.si if ups.battery_energy else 0.0) * self.ups_rating / ups.rating.si
+        curve = getattr(ups, UPS_MODES[mode])
+        self.ups_coefficients = ups_loss_coefficients([p[0] for p in curve.points],
+                                                      [p[1] for p in curve.points])
+        self.design = float(design_it_power)
+        self.busway_rating = BUSWAY_RATING_FACTOR * self.design
+        self.busway_loss_at_rating = BUSWAY_LOSS_AT_RATING * self.busway_rating
+        self.module_rating = ups.rating.si
+        design_bus = self.design + float(busway_losses(self.design, self.busway_rating,
+                                                       self.busway_loss_at_rating))
+        self.n_modules = ups_modules(design_bus, self.module_rating, redundant)
+        self.battery_energy = (ups.battery_energy.si if ups.battery_energy else 0.0) * self.n_modules
         self.battery_left = self.battery_energy
-        self.n_transformers = max(1.0, np.ceil(TRANSFORMER_MARGIN * design / transformer.rating.si))
+        self.power_factor = float(power_factor)
+        self.n_transformers = transformer_count(TRANSFORMER_MARGIN * self.design, self.power_factor,
+                                                transformer.rating.si)
         self.transformer = transformer
+        self.p_misc = misc_power(self.design, misc_fraction)
+        self.room = room_cooler
 
     def initialise(self, state) -> None:
         state["facility.battery_empty"] = np.array([False])
 
-    def delivery(self, p_it: float, p_cooling: float, dt: float):
-        """Utility input and losses upstream of the racks [W]: busway → UPS → transformer.
+    def delivery(self, p_it: float, p_cooling: float, dt: float, t_outdoor: float = T_OUTDOOR_DEFAULT):
+        """Utility input and the losses upstream of the racks [W] (see the class Notes).
 
-        Returns (p_facility, busway + UPS loss, transformer loss). Draws the battery for ``dt``
-        [s] while on battery.
+        Returns a dict: ``p_facility``, ``busway``, ``ups``, ``transformer``, ``misc``,
+        ``room`` (electrical-room cooling power), ``q_room`` (heat the room units reject
+        outdoors). Draws the battery for ``dt`` [s] while on battery.
         """
         if not self.modelled:
-            return p_it + p_cooling, 0.0, 0.0
-        p_bus = busway_input_power(p_it)
-        p_ups_in = float(ups_input_power(np.array([p_bus]), self.ups_rating, *self.ups_curve)[0])
+            return {"p_facility": p_it + p_cooling, "busway": 0.0, "ups": 0.0, "transformer": 0.0,
+                    "misc": 0.0, "room": 0.0, "q_room": 0.0}
+        l_bus = float(busway_losses(p_it, self.busway_rating, self.busway_loss_at_rating))
+        p_bus = p_it + l_bus
+        l_ups = float(ups_losses(p_bus, self.n_modules, self.module_rating, self.ups_coefficients))
+        q_room = l_bus + l_ups + self.p_misc
+        if self.room is not None:
+            r = self.room
+            p_room, q_out = electrical_room_cooling(
+                q_room, t_outdoor, r.room_temperature.si, r.evaporator_approach.si,
+                r.condenser_approach.si, r.carnot_fraction.si, r.cop_max.si,
+                r.fan_power_per_watt.si, r.economiser_approach.si)
+            p_room, q_out = float(p_room), float(q_out)
+        else:
+            p_room, q_out = 0.0, q_room
+        p_ups_in = p_bus + l_ups
         if self.on_battery:
             self.battery_left -= p_ups_in * dt
-            p_util = p_cooling
+            p_util = p_cooling + self.p_misc + p_room
         else:
-            p_util = p_ups_in + p_cooling
+            p_util = p_ups_in + p_cooling + self.p_misc + p_room
         n, tr = self.n_transformers, self.transformer
-        loss_tr = float(n * transformer_losses(p_util / n, tr.rating.si, tr.no_load_loss.si, tr.load_loss.si))
-        return p_util + loss_tr, p_ups_in - p_it, loss_tr
+        s_each = float(apparent_power(p_util, self.power_factor)) / n
+        l_tr = float(n * transformer_losses(s_each, tr.rating.si, tr.no_load_loss.si, tr.load_loss.si))
+        return {"p_facility": p_util + l_tr, "busway": l_bus, "ups": l_ups, "transformer": l_tr,
+                "misc": self.p_misc, "room": p_room, "q_room": q_out}
 
     def step(self, t: float, dt: float, state) -> None:
         p_it_sub = state["facility.p_it"]
         p_it = float(step_mean(p_it_sub)[0])
-        p_facility, loss_ups, loss_tr = self.delivery(p_it, float(state["facility.p_cooling"][0]), dt)
-        over_it = p_facility - p_it  # the facility's draw beyond the racks (cooling, losses)
+        t_out = float(state["facility.t_outdoor"][0]) if "facility.t_outdoor" in self.inputs else T_OUTDOOR_DEFAULT
+        d = self.delivery(p_it, float(state["facility.p_cooling"][0]), dt, t_out)
+        over_it = d["p_facility"] - p_it  # the facility's draw beyond the racks (cooling, losses)
         state["facility.p_facility"] = p_it_sub + over_it
-        state["facility.p_loss"] = np.array([float(state["rack.p_loss"].sum()) + loss_ups + loss_tr])
+        upstream = d["busway"] + d["ups"] + d["transformer"]
+        state["facility.p_loss"] = np.array([float(state["rack.p_loss"].sum()) + upstream])
+        tot = self.totals
         if self.modelled:
-            state["facility.p_ups_loss"] = np.array([loss_ups])
-            state["facility.p_transformer_loss"] = np.array([loss_tr])
+            state["facility.p_busway_loss"] = np.array([d["busway"]])
+            state["facility.p_ups_loss"] = np.array([d["ups"]])
+            state["facility.p_transformer_loss"] = np.array([d["transformer"]])
+            state["facility.p_misc"] = np.array([d["misc"]])
+            state["facility.p_electrical_room_cooling"] = np.array([d["room"]])
+            # heat rejected outdoors by the electrical rooms' units and the transformers
+            tot.e_electrical_rejected += (d["q_room"] + d["transformer"]) * dt
             if self.on_battery and self.battery_left <= 0 and not math.isfinite(self.ride_through):
                 self.ride_through = t + dt - self.outage_start
                 state["facility.battery_empty"] = np.array([True])
-        tot = self.totals
         tot.p_facility_peak = max(tot.p_facility_peak, float(p_it_sub.max()) + over_it)
 
     def apply(self, action) -> bool:

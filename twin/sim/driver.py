@@ -21,7 +21,7 @@ import numpy as np
 
 from twin.cooling.cdu import PlantCdu, SimpleCdu
 from twin.network.component import NetworkPower
-from twin.power.chain import PowerChain
+from twin.power.chain import PowerChain, design_ac_power
 from twin.power.chips import ChipPower, Governors, power_limits
 from twin.power.shelves import Shelves
 from twin.scenario.errors import FieldError
@@ -63,6 +63,7 @@ class Totals:
     e_liquid: float = 0.0
     e_air: float = 0.0
     e_smoothing: float = 0.0  # extra device energy spent by power floors and ramp limits
+    e_electrical_rejected: float = 0.0  # heat of electrical rooms and transformers rejected outdoors
     stored_start: float = 0.0
     stored_end: float = 0.0
     p_facility_peak: float = 0.0
@@ -184,8 +185,13 @@ class Simulation:
         else:
             self.cooling = self._build_plant(loaded)
             cat = loaded.catalog
-            self.chain = PowerChain(sy.design_it_power, cat.ups[sc.plant.ups.template], sc.plant.ups.mode,
-                                    cat.transformers[sc.plant.transformer.template], tot)
+            pl = sc.plant
+            room = (cat.room_coolers[pl.electrical_room.template]
+                    if pl.electrical_room.template is not None else None)
+            self.chain = PowerChain(design_ac_power(sy), cat.ups[pl.ups.template], pl.ups.mode,
+                                    cat.transformers[pl.transformer.template], tot,
+                                    redundant=pl.ups.redundant, power_factor=pl.transformer.power_factor,
+                                    misc_fraction=pl.misc_load, room_cooler=room, outdoor=True)
         self.governors = Governors(sy, tot)
         self.demand = Demand(self.workload)
         self.components = [NetworkPower(self.network), self.demand, self.chips]
