@@ -14,7 +14,7 @@ from twin.units import CP_AIR, CP_WATER, RHO_WATER
 CAT = load_catalog()
 
 
-def gb300_tray(design_split=True, **extra):
+def gb300_tray(**extra):
     """A GB300 compute tray's slots as a SledGroup (liquid GPUs and Grace, NICs on air)."""
     sled = CAT.sleds["gb300-compute-tray"]
     chips = [CAT.chips[c] for c, n in sled.devices.items() for _ in range(n.value)]
@@ -27,7 +27,7 @@ def gb300_tray(design_split=True, **extra):
         g_conv_ref=np.array([1 / c.r_conv_ref.si for c in chips]),
         flow_ref=np.array([c.flow_ref.si for c in chips]) * rho,
         c_die=np.array([c.c_die.si for c in chips]), c_plate=np.array([c.c_plate.si for c in chips]),
-        c_coolant=1000.0, c_chassis=3000.0, design_split=design_split, **extra), chips
+        c_coolant=1000.0, c_chassis=3000.0, **extra), chips
 
 
 def test_gb300_gpu_plate_gets_its_design_flow():
@@ -89,3 +89,30 @@ def test_hbm_node_takes_its_share_and_has_its_own_temperature():
     assert q.sum() == pytest.approx(p.sum())
     # air side unaffected: chassis node = inlet + air heat / (ṁ c_p,a)
     assert T[group.air] == pytest.approx(25.0 + p[~group.liquid].sum() / (0.025 * 1.184 * CP_AIR))
+
+
+def test_gb300_rack_at_design_flow_gives_each_gpu_plate_its_design_flow():
+    """Built from the bundled GB300 NVL72 scenario: the rack's design flow reaches each GPU plate
+    as 2.1 L/min (its catalogue design flow), not the equal share of the sled's plates."""
+    from tests.conftest import SCENARIOS
+    from twin.scenario import load_scenario
+    from twin.sim.build import build_system
+
+    loaded = load_scenario(SCENARIOS / "gb300-rack.yaml")
+    sy = build_system(loaded.scenario, loaded.catalog)
+    g = next(g for g in sy.groups if g.template == "gb300-compute-tray")
+    m_sled = sy.sled_m_coolant[g.sleds]
+    per = plate_flows(m_sled, np.where(g.liquid, g.flow_ref, 0.0))
+    gpu = np.array([k == "gb300" for k in sy.device_kind[g.devices[0]]])
+    rack_design = CAT.racks["gb300-nvl72"].coolant_flow.si * RHO_WATER
+    plates_design = sum(CAT.chips[c].flow_ref.si * n.value * RHO_WATER * 18
+                        for c, n in CAT.sleds["gb300-compute-tray"].devices.items()
+                        if CAT.chips[c].cooling == "liquid")
+    # the rack's flow is shared by design: each GPU plate gets 2.1 L/min scaled by
+    # rack flow / Σ plate design flows (1 when the rack is fed its design flow)
+    scale = rack_design / (plates_design + sum(CAT.chips[c].flow_ref.si * n.value * RHO_WATER * 9
+                                               for c, n in CAT.sleds["nvlink-switch-tray"].devices.items()
+                                               if CAT.chips[c].cooling == "liquid"))
+    assert scale >= 1.0  # 190 L/min for 177.3 L/min of plates: every plate gets ≥ its design flow
+    assert per[:, gpu] == pytest.approx(np.full((m_sled.size, gpu.sum()), 2.1e-3 / 60 * RHO_WATER * scale),
+                                        rel=1e-12)

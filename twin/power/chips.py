@@ -26,6 +26,11 @@ THROTTLED = Var("device", "throttled", "1", "fraction of the interval spent thro
 CLOCK_LIMIT = Var("device", "clock_limit", "1", "clock the governors allow from the next step on", record=False)
 TRIPPED = Var("device", "tripped", "1", "device is off after a shutdown trip", record=False)
 RACK_THROTTLED = Var("rack", "throttled", "1", "fraction of the rack's devices throttled")
+RACK_PSU_OVERLOAD = Var("rack", "psu_overload", "1",
+                        "fraction of the interval the rack asked its power shelves for more than its "
+                        "healthy PSUs' rating (capped or tripped per the shelf's overload policy)")
+RACK_PSU_TRIPPED = Var("rack", "psu_tripped", "1", "the rack's shelves tripped on overload this step",
+                       record=False)
 RACK_CAPPED = Var("rack", "capped", "1", "fraction of the interval the rack's clocks were capped for a power limit")
 
 
@@ -45,11 +50,12 @@ class ChipPower(Component):
     """
 
     inputs = ("device.u", "device.clock_limit", "device.tripped", "device.t_die", "device.repair",
-              "device.p_floor", "device.ramp", "device.held")
-    outputs = (P, P_STEP, CLOCK)
+              "device.p_floor", "device.ramp", "device.held", "rack.shelf_capacity", "sled.p_fan")
+    outputs = (P, P_STEP, CLOCK, RACK_PSU_OVERLOAD, RACK_PSU_TRIPPED)
     phase = "power"
 
-    def __init__(self, chip: dict, h_w: float, smoothing: bool, totals):
+    def __init__(self, chip: dict, h_w: float, smoothing: bool, totals, system=None):
+        self.sy = system
         self.chip = chip
         self.h_w = h_w
         self.smoothing = smoothing
@@ -79,11 +85,46 @@ class ChipPower(Component):
             raw = p_sub
             p_sub = self._smooth(p_sub, on, state["device.p_floor"], state["device.ramp"])
             self.totals.e_smoothing += float((p_sub - raw).sum()) * self.h_w
+        p_sub = self._shelf_limit(p_sub, state)
         p_step = step_mean(p_sub)
         state["device.p"] = p_sub
         state["device.p_step"] = p_step
         self.totals.e_device += p_step.sum() * dt
         state["device.clock"] = clock
+
+    def initialise(self, state) -> None:
+        n = self.sy.n_racks if self.sy is not None else 0
+        state["rack.psu_overload"] = np.zeros(n)
+        state["rack.psu_tripped"] = np.zeros(n, dtype=bool)
+
+    def _shelf_limit(self, p_sub, state):
+        """Hold each rack within its healthy PSUs' rating (the shelf's overload policy).
+
+        The rack's DC demand per sub-step is Σ devices + sled overhead + fans. Where it exceeds
+        the rated output of the healthy PSUs, a ``cap`` shelf brakes the rack's devices at once
+        (fast power brake: device power scaled by (capacity − overhead − fans) / Σ devices, the
+        PSUs never deliver more than their rating) and a ``trip`` shelf's over-current
+        protection takes the rack's devices down (they stay off, as a shutdown trip, until
+        repaired; the management plane — overhead and fans — stays on the surviving PSUs).
+        """
+        sy = self.sy
+        if sy is None:
+            return p_sub
+        cap = state["rack.shelf_capacity"]
+        fixed = sy.rack_sum(sy.sled_overhead + state["sled.p_fan"])
+        p_dev_rack = np.add.reduceat(np.add.reduceat(p_sub, sy.sled_device_start, axis=1),
+                                     sy.rack_sled_start, axis=1)  # (n_sub, racks)
+        over = p_dev_rack + fixed > cap * (1 + 1e-12)
+        trip = sy.extra["rack_overload_trip"]
+        tripped = over.any(axis=0) & trip
+        if over.any():
+            with np.errstate(divide="ignore", invalid="ignore"):
+                scale = np.where(over & ~trip, np.clip((cap - fixed) / p_dev_rack, 0.0, 1.0), 1.0)
+            scale = np.where(tripped[None, :], 0.0, scale)
+            p_sub = p_sub * scale[:, sy.device_rack]
+        state["rack.psu_overload"] = over.mean(axis=0)
+        state["rack.psu_tripped"] = tripped
+        return p_sub
 
     def _smooth(self, p_sub, on, floor, ramp):
         """Apply the jobs' power floors and ramp limits; return the smoothed powers [W]."""
@@ -118,7 +159,8 @@ class Governors(Component):
     A restarted job's devices are cleared first; when the UPS battery runs out every device trips.
     """
 
-    inputs = ("device.u", "device.t_die", "rack.p_ac", "device.repair", "facility.battery_empty")
+    inputs = ("device.u", "device.t_die", "rack.p_ac", "device.repair", "facility.battery_empty",
+              "rack.psu_tripped")
     outputs = (THROTTLED, RACK_THROTTLED, RACK_CAPPED, CLOCK_LIMIT, TRIPPED)
     phase = "controllers"
 
@@ -182,6 +224,9 @@ class Governors(Component):
             self.first_trip = t + dt
         if state["facility.battery_empty"][0]:
             self.tripped[:] = True  # the UPS battery is empty: everything goes dark
+        psu_trip = state["rack.psu_tripped"]
+        if psu_trip.any():  # a shelf's over-current protection took its rack's devices down
+            self.tripped |= psu_trip[sy.device_rack]
         state["device.throttled"] = throttled
         state["rack.throttled"] = sy.rack_sum(sy.sled_sum(throttled.astype(float))) / self.rack_devices
         state["rack.capped"] = capped

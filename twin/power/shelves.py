@@ -20,6 +20,8 @@ RACK_P_DC = Var("rack", "p_dc", "W", "rack DC busbar power", per_substep=True)
 RACK_P_AC = Var("rack", "p_ac", "W", "rack AC input power", per_substep=True, counter="twin_rack_energy_joules")
 RACK_P_LOSS = Var("rack", "p_loss", "W", "power-shelf loss, step mean (heats the rack's exhaust air)",
                   record=False)
+SHELF_CAPACITY = Var("rack", "shelf_capacity", "W", "rated DC output of the rack's healthy PSUs",
+                     record=False)
 P_IT = Var("facility", "p_it", "W", "IT power (sum of rack AC input)", per_substep=True,
            counter="twin_it_energy_joules")
 
@@ -35,7 +37,7 @@ class Shelves(Component):
     """
 
     inputs = ("device.p", "sled.p_fan", "facility.p_network")
-    outputs = (SLED_P_DC, RACK_P_DC, RACK_P_AC, RACK_P_LOSS, P_IT)
+    outputs = (SLED_P_DC, RACK_P_DC, RACK_P_AC, RACK_P_LOSS, P_IT, SHELF_CAPACITY)
     events = ("psu_failure",)
     phase = "power"
 
@@ -43,12 +45,19 @@ class Shelves(Component):
         self.sy = system
         self.totals = totals
         self.failed_psus = np.zeros(system.n_racks, dtype=np.int64)
+        self.state = None
         self._capacity()
+
+    def initialise(self, state) -> None:
+        self.state = state
+        state["rack.shelf_capacity"] = self.shelf_capacity
 
     def _capacity(self) -> None:
         sy = self.sy
         healthy = np.maximum(sy.rack_psus - self.failed_psus, 0)
         self.shelf_capacity = healthy * sy.rack_psu_rating
+        if self.state is not None:  # chip power of this very step already sees the new capacity
+            self.state["rack.shelf_capacity"] = self.shelf_capacity
 
     def step(self, t: float, dt: float, state) -> None:
         sy, tot = self.sy, self.totals

@@ -14,7 +14,7 @@ from twin.catalog import Catalog
 from twin.power.device import dynamic_power_full
 from twin.scenario.layout import expand_cdus, expand_racks
 from twin.scenario.model import CDUSpec, Scenario
-from twin.thermal.network import SledGroup, volume_to_mass_flow_air, volume_to_mass_flow_water
+from twin.thermal.network import CONVECTION_FLOW_EXPONENT, SledGroup, volume_to_mass_flow_air, volume_to_mass_flow_water
 from twin.units import CP_WATER
 
 #: Chip figures copied into per-device arrays (name in the catalogue = name of the array).
@@ -139,7 +139,7 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
     groups = _sled_groups(catalog, kinds, sled_template, device_start)
     cdu_tpl = [catalog.cdus[spec.template] for _, spec in cdus]
     col = _col
-    return System(
+    system = System(
         rack_name=col(racks, "name", object), rack_template=col(racks, "template", object),
         rack_system=col(racks, "system", object), rack_row=col(racks, "row", np.int64),
         rack_hall=col(racks, "hall", np.int64), rack_cdu=col(racks, "cdu", np.int64),
@@ -165,6 +165,10 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
         groups=groups, hall_names=layout["hall_names"], row_names=layout["row_names"],
         device_fabric=col(devices, "fabric", object),
     )
+    # what each rack's power shelves do beyond their healthy PSUs' rating (catalogue ``overload``)
+    system.extra["rack_overload_trip"] = np.array(
+        [catalog.power_shelves[shelf_names[i]].overload == "trip" for i in system.rack_shelf_type], dtype=bool)
+    return system
 
 
 def _col(rows, key, dtype=None):
@@ -256,6 +260,8 @@ def _sled_groups(catalog, kinds, sled_template, device_start) -> list[SledGroup]
             g_jc=np.array([1.0 / c.r_jc.si for c in chips]),
             g_conv_ref=np.array([1.0 / c.r_conv_ref.si for c in chips]),
             flow_ref=np.array([c.flow_ref.si for c in chips]) * rho,
+            conv_exponent=np.array([c.convection_exponent.si if c.convection_exponent is not None
+                                    else CONVECTION_FLOW_EXPONENT for c in chips]),
             c_die=np.array([c.c_die.si for c in chips]),
             c_plate=np.array([c.c_plate.si for c in chips]),
             c_coolant=stpl.coolant_volume.si * volume_to_mass_flow_water(1.0) * CP_WATER,

@@ -171,7 +171,7 @@ class Simulation:
     def _build_components(self, loaded) -> None:
         """The components of this scenario, in step order."""
         sy, sc, tot = self.system, self.scenario, self.totals
-        self.chips = ChipPower(sy.chip, self.h_w, self.jobs is not None, tot)
+        self.chips = ChipPower(sy.chip, self.h_w, self.jobs is not None, tot, system=sy)
         self.network = None  # scale-out switches and optics outside the racks (scenario `network:`)
         if sc.network is not None:
             from twin.network.cluster import ScaleOutNetwork

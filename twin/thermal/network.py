@@ -51,8 +51,6 @@ class SledGroup:
     c_plate: np.ndarray  # (k,) [J/K]
     c_coolant: float  # [J/K]
     c_chassis: float  # [J/K]
-    #: split the sled's flow over its plates by their design flows (else in equal shares)
-    design_split: bool = False
     #: (k,) exponent n of G_conv ∝ ṁ^n per plate or heat sink [1]; None: CONVECTION_FLOW_EXPONENT
     conv_exponent: np.ndarray | None = None
     #: (h,) slot (0..k-1) of the device each HBM node belongs to
@@ -199,9 +197,8 @@ def conductance_matrices(group: SledGroup, m_coolant, m_air):
     m_coolant = np.atleast_1d(np.asarray(m_coolant, dtype=float))
     m_air = np.atleast_1d(np.asarray(m_air, dtype=float))
     u, k, m = m_coolant.size, group.k, group.m
-    # Plates in parallel on each medium take the sled flow in proportion to their design flows
-    # (or in equal shares where the group asks for that).
-    weight = group.flow_ref if group.design_split else np.ones(k)
+    # Plates in parallel on each medium take the sled flow in proportion to their design flows.
+    weight = group.flow_ref
     per_device = np.where(group.liquid,
                           plate_flows(m_coolant, np.where(group.liquid, weight, 0.0)),
                           plate_flows(m_air, np.where(group.liquid, 0.0, weight)))
