@@ -72,3 +72,16 @@ def test_facility_heat_balance_closes_over_a_day(phoenix_day):
              "p_electrical_room_cooling"]
     assert float(f["p_facility"].sum()) == pytest.approx(float(sum(f[p].sum() for p in parts)), rel=1e-9)
     assert np.all(f["p_electrical_room_cooling"].values > 0)
+
+
+def test_readme_breakdown_table_is_this_run(phoenix_day):
+    """The README's Phoenix PUE breakdown is generated from this run (one design day at 60 s
+    steps), and its shares add up to PUE − 1."""
+    from twin.report.kpi import overhead_breakdown, overhead_table
+
+    _, f = phoenix_day
+    b = overhead_breakdown(f)
+    assert sum(v for k, v in b.items() if k != "pue") == pytest.approx(b["pue"] - 1, rel=1e-9)
+    text = (SCENARIOS.parent / "README.md").read_text(encoding="utf-8")
+    block = text.split("<!-- phoenix breakdown: generated -->\n", 1)[1].split("<!-- phoenix breakdown: end -->", 1)[0]
+    assert block.strip() == overhead_table(f).strip(), "README Phoenix breakdown is stale: regenerate it"

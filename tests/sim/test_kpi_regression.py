@@ -89,6 +89,21 @@ CHANGED: dict[str, str] = {
 }
 
 
+#: Facility physics (power chain, plate flows, shelf overload): every case moved on purpose.
+_PLATES = ("each sled's flow now reaches its plates (and air its heat sinks) in proportion to their "
+           "design flows instead of in equal shares, and liquid cold plates use the catalogue's "
+           "laminar convection exponent (0.4): die temperatures, leakage and so device and IT power "
+           "move; rack.psu_overload is new (power-shelf overload policy)")
+_CHAIN = ("with a plant, the power chain is N+1 modern UPS modules counted from the AC design load with "
+          "a fitted loss model, busway I²R on a 125 % rating, transformers counted in kVA, a "
+          "miscellaneous load and electrical-room cooling (new p_busway_loss, p_misc, "
+          "p_electrical_room_cooling; p_ups_loss is the UPS alone): p_facility, p_loss and pue fall")
+for _case, (_file, _over) in CASES.items():
+    _plant = _case in ("design-day-phoenix", "annual-leesburg", "cdu-pump-trip", "cdu-pump-trip-failover",
+                       "hall-1k", "phoenix-events")
+    CHANGED[_case] = "; ".join(filter(None, [CHANGED.get(_case), _PLATES, _CHAIN if _plant else None]))
+
+
 def run_case(name: str) -> dict[str, float | str]:
     """KPIs and recorded-variable means of one case."""
     path, over = CASES[name]

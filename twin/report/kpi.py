@@ -85,3 +85,50 @@ def job_kpis(name, device_energy, progress, tokens, facility_per_device_joule, p
     if price is not None and tokens > 0:
         out[f"job_{name}_cost_per_million_tokens"] = price * energy / tokens * 1e6
     return out
+
+
+#: Facility overheads of a PUE breakdown: recorded facility variable → what it is.
+OVERHEADS = {
+    "p_cdu_pumps": "CDU secondary pumps",
+    "p_facility_pumps": "facility- and chilled-water pumps",
+    "p_heat_rejection_fans": "dry-cooler / tower fans",
+    "p_chiller": "chiller compressors",
+    "p_crah": "CRAH fans",
+    "p_busway_loss": "busway",
+    "p_ups_loss": "UPS",
+    "p_transformer_loss": "transformers",
+    "p_electrical_room_cooling": "electrical-room cooling",
+    "p_misc": "miscellaneous (lighting, controls)",
+}
+
+
+def overhead_breakdown(facility) -> dict[str, float]:
+    """Each facility overhead's energy as a share of IT energy [1], and the PUE.
+
+    Parameters
+    ----------
+    facility : xarray.Dataset
+        The run's ``facility`` group (interval means at a fixed interval).
+
+    Returns
+    -------
+    dict
+        Variable name → Σ overhead / Σ p_it for each of :data:`OVERHEADS` present, and ``pue``
+        = Σ p_facility / Σ p_it. The shares add up to PUE − 1 exactly when the facility power is
+        the sum of IT and these parts.
+    """
+    e_it = float(facility["p_it"].sum())
+    out = {k: float(facility[k].sum()) / e_it for k in OVERHEADS if k in facility}
+    out["pue"] = float(facility["p_facility"].sum()) / e_it
+    return out
+
+
+def overhead_table(facility) -> str:
+    """Markdown table of :func:`overhead_breakdown` (each overhead as % of IT energy)."""
+    b = overhead_breakdown(facility)
+    lines = ["| overhead | % of IT energy |", "| --- | --- |"]
+    for k, label in OVERHEADS.items():
+        if k in b:
+            lines.append(f"| {label} | {100 * b[k]:.2f} |")
+    lines.append(f"| **PUE** | **{b['pue']:.3f}** |")
+    return "\n".join(lines)
