@@ -20,17 +20,18 @@ PHOENIX = SCENARIOS / "design-day-phoenix.yaml"
 def phoenix_day():
     """One Phoenix 0.4 % design day at 60 s steps (the plant's time constants are minutes)."""
     over = {"time": {"duration": "1 d", "step": "60 s"},
-            "record": {"facility": "60 s", "cdu": "off", "rack": "off", "device": "off"}}
+            "record": {"facility": "60 s", "cdu": "60 s", "rack": "off", "device": "off"}}
     sim = Simulation(load_scenario(PHOENIX, over))
     sim.run()
-    return sim, build_tree(sim)["facility"].to_dataset()
+    tree = build_tree(sim)
+    return sim, tree["facility"].to_dataset(), tree["cdu"].to_dataset()
 
 
 def test_phoenix_electrical_overhead_by_hand(phoenix_day):
     """UPS, busway and transformer losses of the run against a hand calculation from the
     catalogue figures at the run's IT power, each step (to 1e-9), and the overhead they add
     up to with a double-conversion UPS at the scenario's load."""
-    sim, f = phoenix_day
+    sim, f, _ = phoenix_day
     ch = sim.chain
     ups = load_catalog().ups["ups-500kw-modern"]
     coef = ups_loss_coefficients([p[0] for p in ups.efficiency.points],
@@ -61,7 +62,7 @@ def test_facility_heat_balance_closes_over_a_day(phoenix_day):
     transformers, plus what is still stored in racks and loops = facility energy, within 0.5 %
     (the electrical-room and plant balances are each exact; what remains is the one-step lag
     of the plant's inputs and the heat stored in the room air)."""
-    sim, f = phoenix_day
+    sim, f, _ = phoenix_day
     pt = sim.plant.totals
     e_facility = sim.totals.e_facility
     stored = (sim.totals.stored_end - sim.totals.stored_start) + (pt.stored_end - pt.stored_start)
@@ -79,9 +80,31 @@ def test_readme_breakdown_table_is_this_run(phoenix_day):
     steps), and its shares add up to PUE − 1."""
     from twin.report.kpi import overhead_breakdown, overhead_table
 
-    _, f = phoenix_day
+    _, f, _ = phoenix_day
     b = overhead_breakdown(f)
     assert sum(v for k, v in b.items() if k != "pue") == pytest.approx(b["pue"] - 1, rel=1e-9)
     text = (SCENARIOS.parent / "README.md").read_text(encoding="utf-8")
     block = text.split("<!-- phoenix breakdown: generated -->\n", 1)[1].split("<!-- phoenix breakdown: end -->", 1)[0]
     assert block.strip() == overhead_table(f).strip(), "README Phoenix breakdown is stale: regenerate it"
+
+
+def test_cdu_pumps_draw_what_curve_and_loop_pressure_give(phoenix_day):
+    """Hand calculation from the catalogue: Δp = Δp_index + k_path Q² (differential-pressure
+    control at the index rack), the speed the pump curve needs for it, the efficiency there,
+    P = Q Δp / (η η_drive); the run's pump power within 5 % (it is exact: same formulas, but
+    written out independently here)."""
+    _, _, c = phoenix_day
+    cat = load_catalog()
+    cdu, pump = cat.cdus["in-row-1350kw"], cat.pumps["cdu-pump-row"]
+    qd, p0, pd = pump.design_flow.si, pump.shutoff_pressure.si, pump.design_pressure.si
+    a = (p0 - pd) / qd ** 2
+    q = float(c["flow"].values[-1, 0]) / 995.6  # m³/s (the plant's water density)
+    dp = cdu.index_pressure.si + (cdu.design_pressure.si - cdu.index_pressure.si) * (q / qd) ** 2
+    speed = max(np.sqrt((dp + a * q * q) / p0), pump.min_speed.si)
+    r = q / (speed * qd)
+    eta = pump.efficiency.si * (2 * r - r * r)
+    hand = q * dp / (eta * pump.drive_efficiency.si)
+    assert float(c["p_pump"].values[-1, 0]) == pytest.approx(hand, rel=0.05)
+    assert float(c["p_pump"].values[-1, 0]) == pytest.approx(hand, rel=1e-9)
+    # and at the design flow itself: the catalogue's stated pump power
+    assert q * 0 + pump.power.si == pytest.approx(qd * pd / (pump.efficiency.si * pump.drive_efficiency.si), rel=0.01)

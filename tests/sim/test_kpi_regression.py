@@ -97,7 +97,9 @@ _PLATES = ("each sled's flow now reaches its plates (and air its heat sinks) in 
 _CHAIN = ("with a plant, the power chain is N+1 modern UPS modules counted from the AC design load with "
           "a fitted loss model, busway I²R on a 125 % rating, transformers counted in kVA, a "
           "miscellaneous load and electrical-room cooling (new p_busway_loss, p_misc, "
-          "p_electrical_room_cooling; p_ups_loss is the UPS alone): p_facility, p_loss and pue fall")
+          "p_electrical_room_cooling; p_ups_loss is the UPS alone): p_facility, p_loss and pue fall; "
+          "CDU pumps follow their curve under differential-pressure control at the index rack "
+          "(cdu.p_pump, facility.p_cdu_pumps, p_cooling move)")
 for _case, (_file, _over) in CASES.items():
     _plant = _case in ("design-day-phoenix", "annual-leesburg", "cdu-pump-trip", "cdu-pump-trip-failover",
                        "hall-1k", "phoenix-events")

@@ -40,6 +40,15 @@ from twin.cooling.plant import (
     hx_outlets,
     pump_power,
 )
+from twin.cooling.hydraulics import (
+    dp_control_pressure,
+    operating_flow,
+    pump_curve_coefficient,
+    pump_efficiency,
+    pump_pressure,
+    speed_for_flow,
+)
+from twin.cooling.hydraulics import pump_power as hydraulic_pump_power
 from twin.cooling.volumes import relax, relax1
 from twin.scenario.errors import FieldError
 from twin.site.weather import Weather, build_weather
@@ -294,6 +303,29 @@ class Plant:
         self.c_secondary = volume * RHO_WATER * CP_WATER
         self.pump_design = np.array([c.pump_power.si for c in tpl])
         self.pumps_duty = np.array([c.pumps.value if c.pumps else 1 for c in tpl])
+        # Pump curves and differential-pressure control where the catalogue gives them: each
+        # duty pump's curve (shut-off, rated point, best efficiency, drive, minimum speed), the
+        # pressure rise at design flow and the differential pressure held at the index rack.
+        self.curve = np.array([c.pump is not None and c.index_pressure is not None
+                               and c.design_pressure is not None for c in tpl])
+        pumps = [catalog.pumps[c.pump] if c.pump is not None else None for c in tpl]
+        nan = float("nan")
+        self.pump_p0 = np.array([p.shutoff_pressure.si if p is not None and p.shutoff_pressure else nan
+                                 for p in pumps])
+        self.pump_q = np.array([p.design_flow.si if p is not None else nan for p in pumps])
+        self.pump_a = np.array([pump_curve_coefficient(p.shutoff_pressure.si, p.design_flow.si,
+                                                       p.design_pressure.si)
+                                if p is not None and p.shutoff_pressure else nan for p in pumps])
+        self.pump_eta = np.array([p.efficiency.si if p is not None and p.efficiency else nan for p in pumps])
+        self.pump_drive = np.array([p.drive_efficiency.si if p is not None and p.drive_efficiency else 1.0
+                                    for p in pumps])
+        self.pump_min_speed = np.array([p.min_speed.si if p is not None and p.min_speed else 0.0
+                                        for p in pumps])
+        q_d = np.array([c.design_flow.si for c in tpl])
+        self.dp_index = np.array([c.index_pressure.si if c.index_pressure else nan for c in tpl])
+        dp_d = np.array([c.design_pressure.si if c.design_pressure else nan for c in tpl])
+        self.k_path = (dp_d - self.dp_index) / (q_d * q_d)  # CDU, strainer and headers [Pa s² m-6]
+        self.k_loop = dp_d / (q_d * q_d)  # the whole loop at design [Pa s² m-6]
         self.pumps_standby = np.array([c.standby_pumps.value if c.standby_pumps else 1 for c in tpl])
         self.cdu_setpoint = np.array(cdu_setpoints, dtype=float).reshape(n).copy()
         self.design_secondary_flow = np.array(design_secondary_flow, dtype=float).reshape(n).copy()
@@ -395,8 +427,19 @@ class Plant:
     # -- queries ---------------------------------------------------------------------------------
     @property
     def secondary_flow_factor(self) -> np.ndarray:
-        """Secondary flow available on each CDU relative to normal [1]."""
-        return np.where(self.cdu_down, 0.0, self.pumps_running / self.pumps_duty)
+        """Secondary flow available on each CDU relative to normal [1].
+
+        With pump curves, the pumps still running at full speed meet the loop's design curve
+        (:func:`~twin.cooling.hydraulics.operating_flow`): one of two parallel pumps alone
+        gives ≈ 0.69 of the flow, not 0.5; otherwise (N−1)/N.
+        """
+        with np.errstate(invalid="ignore", divide="ignore"):
+            q_curve = operating_flow(1.0, self.pumps_running, self.pump_p0, self.pump_a, 0.0,
+                                     self.k_loop)
+            q_full = operating_flow(1.0, self.pumps_duty, self.pump_p0, self.pump_a, 0.0, self.k_loop)
+            by_curve = np.minimum(np.where(q_full > 0, q_curve / q_full, 0.0), 1.0)
+        factor = np.where(self.curve, by_curve, self.pumps_running / self.pumps_duty)
+        return np.where(self.cdu_down, 0.0, factor)
 
     def stored_heat(self) -> float:
         """Σ C·T of the CDU loops, the facility-water loop and the room air [J] (from 0 degC)."""
@@ -416,11 +459,26 @@ class Plant:
         return hx_outlets(1.0, 0.0, m_s, m_p, ua)[2]
 
     def _cdu_pump_power(self, m_s):
+        """Electrical power of each CDU's running secondary pumps at secondary flow ``m_s``.
+
+        With a pump curve: differential-pressure control holds ``index_pressure`` across the
+        index rack, so the pumps deliver Δp = Δp_index + k_path Q²
+        (:func:`~twin.cooling.hydraulics.dp_control_pressure`) at the speed their curve needs
+        (never below the drive's minimum, where the surplus pressure is throttled), and draw
+        Q Δp / (η_pump(Q, N) η_drive). Otherwise the affinity law on the catalogue pump power.
+        """
         running = self.pumps_running * ~self.cdu_down
         share = running / self.pumps_duty
         with np.errstate(divide="ignore", invalid="ignore"):
             p = pump_power(m_s, self.m_s_design * share, self.pump_design * share)
-        return np.where(running > 0, p, 0.0)
+            q = m_s / RHO_WATER
+            need = dp_control_pressure(q, self.dp_index, self.k_path)
+            speed = speed_for_flow(q, need, running, self.pump_p0, self.pump_a, self.pump_min_speed)
+            dp = np.maximum(need, pump_pressure(q, speed, self.pump_p0, self.pump_a, running))
+            eta = pump_efficiency(q, speed, running, self.pump_q, self.pump_eta)
+            p_curve = hydraulic_pump_power(q, dp, eta, self.pump_drive)
+        p = np.where(self.curve, p_curve, p)
+        return np.where((running > 0) & (m_s > 0), p, 0.0)
 
     # -- faults and set-points ------------------------------------------------------------------
     def _check(self, i: int) -> int:
