@@ -121,23 +121,22 @@ def test_multi_rate_plant_agrees_with_every_step():
 @pytest.mark.slow
 def test_utility_outage_rides_on_the_battery_until_it_is_empty():
     """A utility outage: IT draws the UPS battery down by its UPS input power (by hand: Σ of the
-    step's UPS input × step); an outage longer than the battery lasts trips everything."""
+    step's IT + busway + UPS losses × step); an outage longer than the battery lasts trips everything."""
     base = {"time": {"start": "2026-07-01T00:00:00", "duration": "40 min", "step": "1 s"}, "halls": ONE_US,
             "plant": {"weather": {"kind": "constant", "t_dry_bulb": "20 degC"}},
             "record": {"rack": "off", "cdu": "off", "facility": "1 s"}}
     short = dict(base, events=[{"at": "5 min", "kind": "utility_outage", "duration": "1 min"}])
     sim, tree, kpi = _run(ANNUAL, short)
     f = tree["facility"].to_dataset()
-    drawn = float((f["p_it"] + f["p_ups_loss"]).isel(time=slice(300, 360)).sum())
+    drawn = float((f["p_it"] + f["p_busway_loss"] + f["p_ups_loss"]).isel(time=slice(300, 360)).sum())
     assert sim.battery_energy - sim.battery_left == pytest.approx(drawn, rel=1e-9)
     assert kpi["devices_tripped"] == 0 and not np.isfinite(kpi["ride_through_s"])
-    # The battery (104 kWh per 1,250 kW module, two modules here) holds ~190 kW for ~66 min:
-    # shorten it by draining from a much longer outage instead.
-    long = dict(base, time=dict(base["time"], duration="3 h"),
-                events=[{"at": "5 min", "kind": "utility_outage", "duration": "2 h"}])
+    # The battery (42 kWh per 500 kW module, two modules here) holds ~195 kW for ~26 min:
+    # an outage longer than that empties it.
+    long = dict(base, events=[{"at": "5 min", "kind": "utility_outage", "duration": "35 min"}])
     sim, tree, kpi = _run(ANNUAL, long)
     f = tree["facility"].to_dataset()
-    drawn = np.cumsum((f["p_it"] + f["p_ups_loss"]).values[300:])  # J per 1 s step
+    drawn = np.cumsum((f["p_it"] + f["p_busway_loss"] + f["p_ups_loss"]).values[300:])  # J per 1 s step
     expected = np.argmax(drawn >= sim.battery_energy) + 1.0  # seconds until the battery is empty
     assert kpi["devices_tripped"] == sim.system.n_devices
     assert kpi["ride_through_s"] == pytest.approx(expected, abs=1.0)
