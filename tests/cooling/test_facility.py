@@ -264,9 +264,10 @@ def test_annual_pue_orders_climates():
 # Faults
 # --------------------------------------------------------------------------------------------
 def test_cdu_pump_trip_without_failover_stops_the_flow():
+    """Both duty pumps of a CDU trip: no secondary flow, no pump power, until repaired."""
     plant = make_plant(MILD, n_cdu=2)
     plant.initialise([800e3, 800e3], 80e3)
-    plant.trip_cdu_pump(0)
+    plant.trip_cdu_pump(0, count=2)
     np.testing.assert_array_equal(plant.secondary_flow_factor, [0.0, 1.0])
     states = drive(plant, np.array([800e3, 800e3]), M_900KW, steps=60)
     assert states[-1].secondary_flow_factor[0] == 0.0
@@ -276,17 +277,36 @@ def test_cdu_pump_trip_without_failover_stops_the_flow():
     assert plant.secondary_flow_factor[0] == 1.0
 
 
-def test_standby_pump_takes_over_once():
-    """A trip stops the single duty pump's flow; the standby restores it; with the standby used
-    up, a second trip leaves the CDU without flow until repaired. (When the standby takes over
-    is the scenario event queue's business: tests/sim/test_events.py.)"""
+def test_one_of_two_parallel_pumps_trips():
+    """One of the two duty pumps trips: the survivor runs out along its curve to where it meets
+    the loop's curve, Q₁/Q₂ = √((k + a/4)/(k + a)) with one pump's curve Δp = Δp₀ − a Q² and
+    the loop k = Δp_d / Q_d² (by hand from the catalogue, to 1e-12): 69 % of the flow, inside
+    the 60–70 % usually quoted for parallel pumps, not 50 %."""
+    cdu = CAT.cdus["in-row-1350kw"]
+    pump = CAT.pumps[cdu.pump]
+    a = (pump.shutoff_pressure.si - pump.design_pressure.si) / pump.design_flow.si ** 2
+    k = cdu.design_pressure.si / cdu.design_flow.si ** 2
+    hand = np.sqrt((k + a / 4) / (k + a))
     plant = make_plant(MILD)
     plant.initialise([800e3], 80e3)
     plant.trip_cdu_pump(0)
+    assert plant.secondary_flow_factor[0] == pytest.approx(hand, rel=1e-12)
+    assert 0.6 < plant.secondary_flow_factor[0] < 0.7
+
+
+def test_standby_pump_takes_over_once():
+    """Both duty pumps trip; the standby restores one pump's flow (≈ 69 %); a further trip of
+    it leaves the CDU without flow until repaired. (When the standby takes over is the
+    scenario event queue's business: tests/sim/test_events.py.)"""
+    plant = make_plant(MILD)
+    plant.initialise([800e3], 80e3)
+    plant.trip_cdu_pump(0, count=2)
     factors = [s.secondary_flow_factor[0] for s in drive(plant, 800e3, M_900KW, steps=10)]
     plant.pump_failover(0)
     factors += [s.secondary_flow_factor[0] for s in drive(plant, 800e3, M_900KW, steps=10)]
-    assert factors == [0.0] * 10 + [1.0] * 10
+    one = plant.pumps.flow_factor[0]
+    assert 0.6 < one < 0.7
+    assert factors == [0.0] * 10 + [one] * 10
     plant.trip_cdu_pump(0)
     plant.pump_failover(0)  # no standby left
     drive(plant, 800e3, M_900KW, steps=5)

@@ -90,21 +90,25 @@ def test_readme_breakdown_table_is_this_run(phoenix_day):
 
 def test_cdu_pumps_draw_what_curve_and_loop_pressure_give(phoenix_day):
     """Hand calculation from the catalogue: Δp = Δp_index + k_path Q² (differential-pressure
-    control at the index rack), the speed the pump curve needs for it, the efficiency there,
-    P = Q Δp / (η η_drive); the run's pump power within 5 % (it is exact: same formulas, but
-    written out independently here)."""
+    control at the index rack), the speed at which the N parallel duty pumps' curve
+    Δp = s² Δp₀ − a (Q/N)² gives it, the efficiency there, P = Q Δp / (η η_drive); the run's
+    pump power within 5 % (it is exact: same formulas, but written out independently here)."""
     _, _, c = phoenix_day
     cat = load_catalog()
-    cdu, pump = cat.cdus["in-row-1350kw"], cat.pumps["cdu-pump-row"]
-    qd, p0, pd = pump.design_flow.si, pump.shutoff_pressure.si, pump.design_pressure.si
-    a = (p0 - pd) / qd ** 2
+    cdu = cat.cdus["in-row-1350kw"]
+    pump = cat.pumps[cdu.pump]
+    n = cdu.pumps.value
+    qp, p0, pd = pump.design_flow.si, pump.shutoff_pressure.si, pump.design_pressure.si
+    qd = cdu.design_flow.si
+    a = (p0 - pd) / qp ** 2
     q = float(c["flow"].values[-1, 0]) / 995.6  # m³/s (the plant's water density)
     dp = cdu.index_pressure.si + (cdu.design_pressure.si - cdu.index_pressure.si) * (q / qd) ** 2
-    speed = max(np.sqrt((dp + a * q * q) / p0), pump.min_speed.si)
-    r = q / (speed * qd)
+    speed = max(np.sqrt((dp + a * (q / n) ** 2) / p0), pump.min_speed.si)
+    r = q / (n * speed * qp)
     eta = pump.efficiency.si * (2 * r - r * r)
     hand = q * dp / (eta * pump.drive_efficiency.si)
     assert float(c["p_pump"].values[-1, 0]) == pytest.approx(hand, rel=0.05)
     assert float(c["p_pump"].values[-1, 0]) == pytest.approx(hand, rel=1e-9)
-    # and at the design flow itself: the catalogue's stated pump power
-    assert q * 0 + pump.power.si == pytest.approx(qd * pd / (pump.efficiency.si * pump.drive_efficiency.si), rel=0.01)
+    # and at the design flow itself: the catalogue's stated powers of one pump and of the CDU
+    assert pump.power.si == pytest.approx(qp * pd / (pump.efficiency.si * pump.drive_efficiency.si), rel=0.01)
+    assert cdu.pump_power.si == pytest.approx(n * pump.power.si, rel=0.01)

@@ -40,14 +40,14 @@ def test_design_flow_and_power_by_hand():
     assert q == pytest.approx(QD, rel=1e-12)
     eta = pump_efficiency(q, 1.0, 1, QD, ETA)
     assert eta == pytest.approx(ETA)  # rated at its best-efficiency point
-    # hand: P = Q Δp / (η_pump η_drive) = 0.03333 m³/s × 250 kPa / (0.75 × 0.92) = 12.08 kW,
-    # which is the catalogue's stated power (rounded to 0.1 kW)
-    hand = (2000 / 60000) * 250e3 / (0.75 * 0.92)
+    # hand: P = Q Δp / (η_pump η_drive) = 0.01667 m³/s × 250 kPa / (0.75 × 0.92) = 6.04 kW,
+    # which is the catalogue's stated power (rounded to 0.01 kW)
+    hand = (1000 / 60000) * 250e3 / (0.75 * 0.92)
     assert pump_power(q, pump_pressure(q, 1.0, P0, A), eta, DRIVE) == pytest.approx(hand, rel=1e-9)
     assert PUMP.power.si == pytest.approx(hand, rel=0.01)
-    # OCP guidance: about 1 kW of pumping per 100 kW at 150 L/min and ≤ 40 psi: this CDU pumps
-    # 1.35 MW for 12.1 kW, 0.9 kW per 100 kW
-    assert 0.5e3 < hand / 13.5 < 1.5e3
+    # OCP guidance: about 1 kW of pumping per 100 kW at 150 L/min and ≤ 40 psi: the CDU's two
+    # duty pumps move 1.35 MW for 12.1 kW, 0.9 kW per 100 kW
+    assert 0.5e3 < 2 * hand / 13.5 < 1.5e3
 
 
 def test_one_of_two_parallel_pumps_tripping_leaves_60_to_70_percent():

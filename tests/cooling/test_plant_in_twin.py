@@ -7,6 +7,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import SCENARIOS
+from twin.catalog.model import load_catalog
 from twin.cli import app
 from twin.export.dataset import build_tree, summary
 from twin.scenario import load_scenario
@@ -64,8 +65,16 @@ def test_annual_pue_and_chiller_hours_follow_the_climate(climates):
 
 
 def test_pump_trip_with_plant():
-    """The CDU pump trip scenarios with the plant: without failover, throttling and trips; with
-    the standby after 10 s, no device passes its shutdown point."""
+    """The CDU pump trip scenarios with the plant (both duty pumps trip): without failover,
+    throttling and trips; with the standby after 10 s, no device passes its shutdown point and
+    the standby alone gives what one of two parallel pumps gives on the loop's curve (by hand
+    from the catalogue, √((k + a/4)/(k + a)) ≈ 0.69, to 1e-6: the flow settles within the step)."""
+    cat = load_catalog()
+    cdu = cat.cdus["in-row-1350kw"]
+    pump = cat.pumps[cdu.pump]
+    a = (pump.shutoff_pressure.si - pump.design_pressure.si) / pump.design_flow.si ** 2
+    k = cdu.design_pressure.si / cdu.design_flow.si ** 2
+    one_of_two = np.sqrt((k + a / 4) / (k + a))
     for name, tripped in (("cdu-pump-trip", True), ("cdu-pump-trip-failover", False)):
         over = {"time": {"duration": "12 min"}, "plant": {"weather": {"kind": "constant", "t_dry_bulb": "30 degC"}}}
         sim, tree, kpi = _run(SCENARIOS / f"{name}.yaml", over)
@@ -75,7 +84,8 @@ def test_pump_trip_with_plant():
             assert kpi["devices_tripped"] > 0 and kpi["time_to_first_throttle_s"] < 60
         else:
             assert kpi["devices_tripped"] == 0 and sim.totals.t_die_max < 100.0
-            assert flow[-1] == pytest.approx(flow[599], rel=1e-6)
+            assert flow[-1] / flow[599] == pytest.approx(one_of_two, rel=1e-6)
+            assert 0.6 < flow[-1] / flow[599] < 0.7
 
 
 @pytest.mark.parametrize("damage, message", [

@@ -100,10 +100,16 @@ _CHAIN = ("with a plant, the power chain is N+1 modern UPS modules counted from 
           "p_electrical_room_cooling; p_ups_loss is the UPS alone): p_facility, p_loss and pue fall; "
           "CDU pumps follow their curve under differential-pressure control at the index rack "
           "(cdu.p_pump, facility.p_cdu_pumps, p_cooling move)")
+_PUMPS = ("the in-row CDU has two duty pumps in parallel (1,000 L/min each) and one standby: a trip "
+          "of one leaves the flow the survivor gives on the loop's curve (69 %), a standby alone gives "
+          "the same; without a plant the CDU pumps follow their curve under differential-pressure "
+          "control too, instead of the affinity law (cdu.p_pump, p_cooling, p_facility and pue rise "
+          "at part flow)")
 for _case, (_file, _over) in CASES.items():
     _plant = _case in ("design-day-phoenix", "annual-leesburg", "cdu-pump-trip", "cdu-pump-trip-failover",
                        "hall-1k", "phoenix-events")
-    CHANGED[_case] = "; ".join(filter(None, [CHANGED.get(_case), _PLATES, _CHAIN if _plant else None]))
+    CHANGED[_case] = "; ".join(filter(None, [CHANGED.get(_case), _PLATES, _CHAIN if _plant else None,
+                                             _PUMPS]))
 
 
 def run_case(name: str) -> dict[str, float | str]:

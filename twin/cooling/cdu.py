@@ -7,7 +7,8 @@ step: secondary supply temperature ``cdu.t_supply_next``, secondary flow factor
 pump power, heat removed and the facility's cooling power.
 
 - :class:`SimpleCdu` (no scenario ``plant:``): supply = max(set-point, facility water + approach)
-  with the facility water at the site's constant temperature; pumps by the affinity law.
+  with the facility water at the site's constant temperature; the secondary pumps of
+  :class:`twin.cooling.cdu_pumps.CduPumps` (on their curve where the catalogue gives one).
 - :class:`PlantCdu` (a scenario ``plant:``): the CDU bank of the facility cooling plant
   (:class:`twin.cooling.facility.Plant`: ε-NTU exchangers with PI valves, facility water loop,
   heat rejection, chillers and CRAHs), stepping every ``plant.step`` on block means of its inputs.
@@ -20,10 +21,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from twin.cooling.plant import pump_power
+from twin.cooling.cdu_pumps import CduPumps
 from twin.sim.component import Component, Var, step_mean
 from twin.sim.events import cdu_targets
-from twin.units import CP_WATER
+from twin.units import CP_WATER, RHO_WATER
 
 P_PUMP = Var("cdu", "p_pump", "W", "secondary pump power")
 Q = Var("cdu", "q", "W", "heat removed from the secondary loop")
@@ -66,12 +67,16 @@ class SimpleCdu(Component):
         Facility water supply temperature [degC].
     t_cold_aisle : float
         Cold-aisle air temperature [degC].
+    pumps : CduPumps
+        The CDUs' secondary pumps (trips, failover, power).
 
     Notes
     -----
-    T_supply = max(T_set, T_facility + approach); P_pump = P_d (ṁ/ṁ_d)³ (affinity law,
-    :func:`twin.cooling.plant.pump_power`); the heat removed is the heat the racks send.
-    A pump trip or CDU failure stops the secondary flow until it clears or fails over.
+    T_supply = max(T_set, T_facility + approach); the secondary pumps on their curve under
+    differential-pressure control (:class:`~twin.cooling.cdu_pumps.CduPumps`; without a pump
+    curve in the catalogue P_pump = P_d (ṁ/ṁ_d)³); the heat removed is the heat the racks send.
+    A pump trip leaves what the running pumps give on the loop's curve until a standby takes
+    over or it clears; a CDU failure stops the secondary flow until it clears or fails over.
     """
 
     inputs = ("cdu.flow", "cdu.q_in")
@@ -79,19 +84,26 @@ class SimpleCdu(Component):
     events = CDU_EVENTS
     phase = "integration"
 
-    def __init__(self, system, t_facility: float, t_cold_aisle: float):
+    def __init__(self, system, t_facility: float, t_cold_aisle: float, pumps: CduPumps):
         self.sy = system
         self.t_facility = t_facility
         self.t_cold_aisle = t_cold_aisle
         self.setpoint = system.cdu_setpoint.copy()
-        self.flow_factor = np.ones(system.cdu_name.size)
+        self.pumps = pumps
+        self.down = np.zeros(system.cdu_name.size, dtype=bool)
         self._saved_setpoint: dict[int, np.ndarray] = {}
         self.state = None
+
+    @property
+    def flow_factor(self) -> np.ndarray:
+        """Secondary flow each CDU gives relative to design [1]: its running pumps on the
+        loop's curve, 0 while the CDU is down."""
+        return np.where(self.down, 0.0, self.pumps.flow_factor)
 
     def _boundaries(self) -> None:
         st = self.state
         st["cdu.t_supply_next"] = np.maximum(self.setpoint, self.t_facility + self.sy.cdu_approach)
-        st["cdu.flow_factor"] = self.flow_factor.copy()
+        st["cdu.flow_factor"] = self.flow_factor
 
     def initialise(self, state) -> None:
         self.state = state
@@ -100,8 +112,7 @@ class SimpleCdu(Component):
         self._boundaries()
 
     def step(self, t: float, dt: float, state) -> None:
-        sy = self.sy
-        p_pump = pump_power(state["cdu.flow"], sy.cdu_design_flow, sy.cdu_pump_power)  # affinity law
+        p_pump = self.pumps.power(state["cdu.flow"] / RHO_WATER, ~self.down)
         state["cdu.p_pump"] = p_pump
         state["cdu.q"] = state["cdu.q_in"]
         state["facility.p_cooling"] = np.array([float(p_pump.sum())])
@@ -115,8 +126,12 @@ class SimpleCdu(Component):
                 self.setpoint[idx] = ev.value
             else:
                 self.setpoint[idx] = self._saved_setpoint.pop(action.index)
-        else:  # pump trip or CDU failure: no flow until cleared or failed over
-            self.flow_factor[idx] = 0.0 if start else 1.0
+        elif ev.kind == "cdu_pump_trip":
+            for i in idx:
+                {"start": lambda j: self.pumps.trip(j, ev.count), "failover": self.pumps.failover,
+                 "clear": self.pumps.restore}[action.what](int(i))
+        else:  # CDU failure: no flow until cleared or failed over
+            self.down[idx] = start
         self._boundaries()
         return True
 
@@ -194,7 +209,7 @@ class PlantCdu(Component):
         kind = ev.kind
         if kind in ("cdu_pump_trip", "cdu_failure"):
             pump = kind == "cdu_pump_trip"
-            act = {"start": plant.trip_cdu_pump if pump else plant.fail_cdu,
+            act = {"start": (lambda j: plant.trip_cdu_pump(j, ev.count)) if pump else plant.fail_cdu,
                    "failover": plant.pump_failover if pump else plant.cdu_failover,
                    "clear": plant.restore_cdu_pump if pump else plant.restore_cdu}[action.what]
             for i in cdu_targets(ev.target, self.sy.cdu_name):

@@ -38,17 +38,8 @@ from twin.cooling.plant import (
     crah_fan_power,
     economiser_split,
     hx_outlets,
-    pump_power,
 )
-from twin.cooling.hydraulics import (
-    dp_control_pressure,
-    operating_flow,
-    pump_curve_coefficient,
-    pump_efficiency,
-    pump_pressure,
-    speed_for_flow,
-)
-from twin.cooling.hydraulics import pump_power as hydraulic_pump_power
+from twin.cooling.cdu_pumps import CduPumps
 from twin.cooling.volumes import relax, relax1
 from twin.scenario.errors import FieldError
 from twin.site.weather import Weather, build_weather
@@ -301,32 +292,8 @@ class Plant:
         volume = np.array([c.secondary_volume.si if c.secondary_volume is not None
                            else c.design_flow.si * SECONDARY_LOOP_TIME for c in tpl])
         self.c_secondary = volume * RHO_WATER * CP_WATER
-        self.pump_design = np.array([c.pump_power.si for c in tpl])
-        self.pumps_duty = np.array([c.pumps.value if c.pumps else 1 for c in tpl])
-        # Pump curves and differential-pressure control where the catalogue gives them: each
-        # duty pump's curve (shut-off, rated point, best efficiency, drive, minimum speed), the
-        # pressure rise at design flow and the differential pressure held at the index rack.
-        self.curve = np.array([c.pump is not None and c.index_pressure is not None
-                               and c.design_pressure is not None for c in tpl])
-        pumps = [catalog.pumps[c.pump] if c.pump is not None else None for c in tpl]
-        nan = float("nan")
-        self.pump_p0 = np.array([p.shutoff_pressure.si if p is not None and p.shutoff_pressure else nan
-                                 for p in pumps])
-        self.pump_q = np.array([p.design_flow.si if p is not None else nan for p in pumps])
-        self.pump_a = np.array([pump_curve_coefficient(p.shutoff_pressure.si, p.design_flow.si,
-                                                       p.design_pressure.si)
-                                if p is not None and p.shutoff_pressure else nan for p in pumps])
-        self.pump_eta = np.array([p.efficiency.si if p is not None and p.efficiency else nan for p in pumps])
-        self.pump_drive = np.array([p.drive_efficiency.si if p is not None and p.drive_efficiency else 1.0
-                                    for p in pumps])
-        self.pump_min_speed = np.array([p.min_speed.si if p is not None and p.min_speed else 0.0
-                                        for p in pumps])
-        q_d = np.array([c.design_flow.si for c in tpl])
-        self.dp_index = np.array([c.index_pressure.si if c.index_pressure else nan for c in tpl])
-        dp_d = np.array([c.design_pressure.si if c.design_pressure else nan for c in tpl])
-        self.k_path = (dp_d - self.dp_index) / (q_d * q_d)  # CDU, strainer and headers [Pa s² m-6]
-        self.k_loop = dp_d / (q_d * q_d)  # the whole loop at design [Pa s² m-6]
-        self.pumps_standby = np.array([c.standby_pumps.value if c.standby_pumps else 1 for c in tpl])
+        # secondary pumps: parallel duty pumps on their curve, standby, differential-pressure control
+        self.pumps = CduPumps(tpl, catalog.pumps)
         self.cdu_setpoint = np.array(cdu_setpoints, dtype=float).reshape(n).copy()
         self.design_secondary_flow = np.array(design_secondary_flow, dtype=float).reshape(n).copy()
         ctl = spec.cdu_control
@@ -415,8 +382,7 @@ class Plant:
         self.chiller_enabled = False
         self.free_enabled = True
         self.chiller_tripped = False
-        self.pumps_running = self.pumps_duty.copy()
-        self.standby_left = self.pumps_standby.copy()
+        self.pumps.restore_all()
         self.cdu_down = np.zeros(n, dtype=bool)
         self.totals = PlantTotals()
         self.totals.stored_start = self.stored_heat()
@@ -427,19 +393,10 @@ class Plant:
     # -- queries ---------------------------------------------------------------------------------
     @property
     def secondary_flow_factor(self) -> np.ndarray:
-        """Secondary flow available on each CDU relative to normal [1].
-
-        With pump curves, the pumps still running at full speed meet the loop's design curve
-        (:func:`~twin.cooling.hydraulics.operating_flow`): one of two parallel pumps alone
-        gives ≈ 0.69 of the flow, not 0.5; otherwise (N−1)/N.
-        """
-        with np.errstate(invalid="ignore", divide="ignore"):
-            q_curve = operating_flow(1.0, self.pumps_running, self.pump_p0, self.pump_a, 0.0,
-                                     self.k_loop)
-            q_full = operating_flow(1.0, self.pumps_duty, self.pump_p0, self.pump_a, 0.0, self.k_loop)
-            by_curve = np.minimum(np.where(q_full > 0, q_curve / q_full, 0.0), 1.0)
-        factor = np.where(self.curve, by_curve, self.pumps_running / self.pumps_duty)
-        return np.where(self.cdu_down, 0.0, factor)
+        """Secondary flow available on each CDU relative to normal [1]: what its running pumps
+        give on the loop's curve (:attr:`~twin.cooling.cdu_pumps.CduPumps.flow_factor`; one of
+        two parallel pumps alone ≈ 0.69), 0 while the CDU is down."""
+        return np.where(self.cdu_down, 0.0, self.pumps.flow_factor)
 
     def stored_heat(self) -> float:
         """Σ C·T of the CDU loops, the facility-water loop and the room air [J] (from 0 degC)."""
@@ -459,26 +416,9 @@ class Plant:
         return hx_outlets(1.0, 0.0, m_s, m_p, ua)[2]
 
     def _cdu_pump_power(self, m_s):
-        """Electrical power of each CDU's running secondary pumps at secondary flow ``m_s``.
-
-        With a pump curve: differential-pressure control holds ``index_pressure`` across the
-        index rack, so the pumps deliver Δp = Δp_index + k_path Q²
-        (:func:`~twin.cooling.hydraulics.dp_control_pressure`) at the speed their curve needs
-        (never below the drive's minimum, where the surplus pressure is throttled), and draw
-        Q Δp / (η_pump(Q, N) η_drive). Otherwise the affinity law on the catalogue pump power.
-        """
-        running = self.pumps_running * ~self.cdu_down
-        share = running / self.pumps_duty
-        with np.errstate(divide="ignore", invalid="ignore"):
-            p = pump_power(m_s, self.m_s_design * share, self.pump_design * share)
-            q = m_s / RHO_WATER
-            need = dp_control_pressure(q, self.dp_index, self.k_path)
-            speed = speed_for_flow(q, need, running, self.pump_p0, self.pump_a, self.pump_min_speed)
-            dp = np.maximum(need, pump_pressure(q, speed, self.pump_p0, self.pump_a, running))
-            eta = pump_efficiency(q, speed, running, self.pump_q, self.pump_eta)
-            p_curve = hydraulic_pump_power(q, dp, eta, self.pump_drive)
-        p = np.where(self.curve, p_curve, p)
-        return np.where((running > 0) & (m_s > 0), p, 0.0)
+        """Electrical power of each CDU's running secondary pumps at secondary flow ``m_s``
+        [kg/s] (:meth:`~twin.cooling.cdu_pumps.CduPumps.power`)."""
+        return self.pumps.power(m_s / RHO_WATER, ~self.cdu_down)
 
     # -- faults and set-points ------------------------------------------------------------------
     def _check(self, i: int) -> int:
@@ -486,26 +426,20 @@ class Plant:
             raise IndexError(f"CDU index {i!r} out of range 0..{self.n_cdu - 1}")
         return int(i)
 
-    def trip_cdu_pump(self, i: int):
-        """A running pump of CDU ``i`` trips: flow falls to (N−1)/N of normal (0 for a single
-        duty pump) until a standby takes over (:meth:`pump_failover`) or it is repaired."""
-        i = self._check(i)
-        if self.pumps_running[i] > 0:
-            self.pumps_running[i] -= 1
+    def trip_cdu_pump(self, i: int, count: int = 1):
+        """``count`` running pumps of CDU ``i`` trip: the flow falls to what the survivors give
+        on the loop's curve (0 with none left) until a standby takes over
+        (:meth:`pump_failover`) or they are repaired."""
+        self.pumps.trip(self._check(i), count)
 
     def pump_failover(self, i: int):
         """A standby pump of CDU ``i`` takes over, if one is left (when is the scenario event
         queue's business: ``failover_delay`` after the trip)."""
-        i = self._check(i)
-        if self.standby_left[i] > 0 and self.pumps_running[i] < self.pumps_duty[i]:
-            self.standby_left[i] -= 1
-            self.pumps_running[i] += 1
+        self.pumps.failover(self._check(i))
 
     def restore_cdu_pump(self, i: int):
         """Repair CDU ``i``'s pumps: all duty and standby pumps back."""
-        i = self._check(i)
-        self.pumps_running[i] = self.pumps_duty[i]
-        self.standby_left[i] = self.pumps_standby[i]
+        self.pumps.restore(self._check(i))
 
     def fail_cdu(self, i: int):
         """CDU ``i`` fails (pumps and exchanger): no secondary flow until a standby CDU takes

@@ -28,7 +28,7 @@ import numpy as np
 from twin.cooling.cdu import P_COOLING, SimpleCdu
 from twin.cooling.facility import HX_FLOW_EXPONENT, SECONDARY_LOOP_TIME
 from twin.cooling.heat_rejection import SPEED_GRID, ntu_counterflow
-from twin.cooling.plant import fan_power, hx_outlets, pump_power
+from twin.cooling.plant import fan_power, hx_outlets
 from twin.cooling.volumes import relax
 from twin.sim.component import Var
 from twin.units import CP_AIR, CP_WATER, RHO_AIR, RHO_WATER
@@ -47,6 +47,8 @@ class LiquidToAirCdu(SimpleCdu):
         Facility water supply for the liquid-to-liquid CDUs, if any [degC].
     t_cold_aisle : float
         Hall air entering the coils (the cold aisle) [degC].
+    pumps : CduPumps
+        The secondary pumps of every CDU.
     entries : list of CDU
         Catalogue entry of each CDU.
     """
@@ -54,8 +56,8 @@ class LiquidToAirCdu(SimpleCdu):
     outputs = SimpleCdu.outputs + (T_AIR_OUT, P_FAN)
     kind = "liquid_to_air"
 
-    def __init__(self, system, t_facility: float, t_cold_aisle: float, entries):
-        super().__init__(system, t_facility, t_cold_aisle)
+    def __init__(self, system, t_facility: float, t_cold_aisle: float, pumps, entries):
+        super().__init__(system, t_facility, t_cold_aisle, pumps)
         self.air = np.array([e.kind == "liquid_to_air" for e in entries])
         air = [e for e in entries if e.kind == "liquid_to_air"]
         self.v_air = np.array([e.air_flow.si for e in air])  # [m3/s] at full speed
@@ -103,7 +105,7 @@ class LiquidToAirCdu(SimpleCdu):
         """Steady state under constant loads: the loop at set-point + (q + P_pump) / C_l and the
         fans at the speed that holds the set-point."""
         m = flow[self.air]
-        p = pump_power(m, self.sy.cdu_design_flow[self.air], self.sy.cdu_pump_power[self.air])
+        p = self.pumps.power(flow / RHO_WATER)[self.air]
         with np.errstate(divide="ignore", invalid="ignore"):
             rise = np.where(m > 0, (q_liquid[self.air] + p) / (m * CP_WATER), 0.0)
         self.t_loop = self.setpoint[self.air] + rise

@@ -352,7 +352,7 @@ class Event(_Strict):
     failover: bool = False  # CDU events: a standby takes over after failover_delay
     failover_delay: Duration = 10.0
     fraction: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0  # share of flow / fans / capacity lost
-    count: Annotated[int, Field(ge=1)] = 1  # PSUs failed per rack
+    count: Annotated[int, Field(ge=1)] = 1  # PSUs failed per rack; pumps tripped for cdu_pump_trip
     value: Temperature | None = None  # new setpoint for setpoint_change
 
     @model_validator(mode="after")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from twin.cooling.cdu import PlantCdu, SimpleCdu
+from twin.cooling.cdu_pumps import CduPumps
 from twin.network.component import NetworkPower
 from twin.power.chain import PowerChain, design_ac_power
 from twin.power.chips import ChipPower, Governors, power_limits
@@ -207,9 +208,10 @@ class Simulation:
         if len(kinds) > 1:
             raise loaded.locate(FieldError(("cdus",), f"CDUs of kinds {', '.join(kinds)} in one scenario "
                                                       "are not modelled together"))
+        pumps = CduPumps(entries, loaded.catalog.pumps)
         if not kinds:
-            return SimpleCdu(sy, sc.site.facility_water_supply, sc.site.cold_aisle)
-        return CDU_MODELS[kinds[0]](sy, sc.site.facility_water_supply, sc.site.cold_aisle, entries)
+            return SimpleCdu(sy, sc.site.facility_water_supply, sc.site.cold_aisle, pumps)
+        return CDU_MODELS[kinds[0]](sy, sc.site.facility_water_supply, sc.site.cold_aisle, pumps, entries)
 
     def _build_plant(self, loaded) -> PlantCdu:
         """The facility cooling plant of the scenario's ``plant:`` behind the CDUs."""
