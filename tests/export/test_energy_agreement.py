@@ -45,14 +45,17 @@ def test_live_backfill_and_kpi_agree(phoenix, counter):
 
 
 def test_facility_energy_includes_cooling_and_every_loss(phoenix):
-    """Facility energy = IT + cooling + UPS/busway and transformer losses (the chain's losses are
-    not zero here, so a counter that left them out would fail the test above)."""
+    """Facility energy = IT + cooling + busway, UPS and transformer losses + the miscellaneous load
+    + the electrical rooms' cooling (the chain's terms are not zero here, so a counter that left
+    one out would fail the test above)."""
     sim, kpi, live, _ = phoenix
     tree = build_tree(sim)
     fac = tree["facility"].to_dataset()
     seconds = 60.0  # recording interval of the facility group in this scenario
-    parts = sum(float(fac[v].sum()) * seconds for v in ("p_it", "p_cooling", "p_ups_loss", "p_transformer_loss"))
-    assert float(fac["p_ups_loss"].mean()) > 0 and float(fac["p_transformer_loss"].mean()) > 0
+    terms = ("p_it", "p_cooling", "p_busway_loss", "p_ups_loss", "p_transformer_loss", "p_misc",
+             "p_electrical_room_cooling")
+    parts = sum(float(fac[v].sum()) * seconds for v in terms)
+    assert all(float(fac[v].mean()) > 0 for v in terms)
     assert kpi["energy_facility_J"] == pytest.approx(parts, rel=RTOL)
 
 
