@@ -49,6 +49,20 @@ ONE_CHIP_CATALOG = {
             "c_chassis": {"value": "100 J/K", "source": "estimate"},
         }
     },
+    # A CDU whose pumps follow the affinity law (no pump curve in the entry): the one-chip cases
+    # compute their facility power by hand with a pump power that vanishes at their tiny flow.
+    "cdus": {
+        "testcdu": {
+            "description": "test CDU, affinity-law pumps",
+            "capacity": {"value": "1350 kW", "source": "estimate"},
+            "approach": {"value": "3 K", "source": "estimate"},
+            "design_flow": {"value": "2000 L/min", "source": "estimate"},
+            "pump_power": {"value": "15 kW", "source": "estimate"},
+            "ua": {"value": "450 kW/K", "source": "estimate"},
+            "primary_flow": {"value": "2000 L/min", "source": "estimate"},
+            "secondary_volume": {"value": "500 L", "source": "estimate"},
+        }
+    },
     "racks": {
         "testrack": {
             "description": "one test sled",
@@ -73,7 +87,7 @@ def one_chip_scenario(workload, duration="120 s", catalog=None, **extra) -> dict
         "name": "one-chip",
         "time": {"duration": duration, "step": "1 s"},
         "site": {"facility_water_supply": "20 degC", "cold_aisle": "25 degC"},
-        "cdus": [{"name": "c", "supply_temperature": "30 degC"}],
+        "cdus": [{"name": "c", "template": "testcdu", "supply_temperature": "30 degC"}],
         "halls": [{"name": "h", "rows": [{"name": "r", "racks": [
             {"name": "k", "template": "testrack", "cdu": "c"}]}]}],
         "workload": workload,

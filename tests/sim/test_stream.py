@@ -21,10 +21,10 @@ def test_streamed_zarr_equals_in_memory(tmp_path, monkeypatch):
     # Buffers of a few kB: many appends, and a partial last one.
     from twin.sim import recorder as rec_mod
 
-    monkeypatch.setattr(rec_mod.Recorder.__init__, "__defaults__", (None, 23 * 8 * 2 * 10))  # sink, buffer_bytes
+    monkeypatch.setattr(rec_mod.Recorder.__init__, "__defaults__", (None, 23 * 8 * 2 * 11))  # sink, buffer_bytes
     stream = ZarrStream(tmp_path / "q.zarr")
     sim = Simulation(load_scenario(SCENARIOS / "quickstart.yaml", over), sink=stream)
-    assert sim.recorder.groups["rack"].capacity == 23  # 2 racks × 10 variables × 8 bytes × 23
+    assert sim.recorder.groups["rack"].capacity == 23  # 2 racks × 11 variables × 8 bytes × 23
     assert sim.recorder.groups["facility"].capacity < 600  # facility is streamed too
     sim.run()
     stream.finish()
