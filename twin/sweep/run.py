@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from twin.report.kpi import kpi_units
 from twin.scenario.errors import ScenarioError
 
 #: Largest facility block (variants × samples × variables) combined into the sweep result;
@@ -34,19 +35,6 @@ from twin.scenario.errors import ScenarioError
 MAX_COMBINED_VALUES = 50_000_000
 #: KPIs shown in the summary and plotted against the parameters when the sweep names none.
 DEFAULT_KPIS = ("pue", "energy_facility_J", "p_facility_peak_W", "t_die_max_degC", "throttled_device_seconds")
-#: Units of KPIs by name suffix (UDUNITS).
-KPI_UNITS = (("_W_per_s", "W s-1"), ("_per_J", "J-1"), ("_L_per_kWh", "L kWh-1"), ("_J", "J"), ("_W", "W"),
-             ("_degC", "degC"), ("_s", "s"), ("_seconds", "s"), ("_hours", "h"), ("_m3", "m3"))
-
-
-def kpi_units(name: str) -> str:
-    """UDUNITS label of a KPI from its name (``_J`` → J, ``_W`` → W, …; ``1`` otherwise)."""
-    for suffix, units in KPI_UNITS:
-        if name.endswith(suffix):
-            return units
-    return "1"
-
-
 def variants_dir(out: str | Path) -> Path:
     """Folder of the per-variant results beside the combined result: ``OUT.variants``."""
     out = Path(out)
