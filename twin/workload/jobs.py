@@ -73,6 +73,7 @@ class JobState:
     unplaceable: str = ""  # why the gang can never be placed
     path: object = None  # CollectivePath of a placed gang (training with fabric timing)
     t_collective: float = np.nan  # all-reduce (+ all-to-all) time per iteration on its fabrics [s]
+    trace_end: float | None = None  # arrival of a trace-driven inference job's last request [s]
     #: scale-out NICs of a gang inside one scale-up domain: its collectives do not cross them
     quiet_nics: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
@@ -170,6 +171,7 @@ class JobSet:
             except (ValueError, OSError) as exc:
                 raise FieldError(("jobs", job.index, "trace"), str(exc)) from None
             table = table.assign(arrival=table["arrival"] / spec.time_scale)
+            job.trace_end = spec.start + (float(table["arrival"].max()) if len(table) else 0.0)
         else:
             arr = spec.arrivals
             rate = arr.daily_profile if arr.daily_profile is not None else arr.rate
@@ -270,6 +272,10 @@ class JobSet:
                 out.append(f"{name} never started: its devices were busy the whole run")
             elif isinstance(job.spec, InferenceJob) and job.state != QUEUED and job.progress == 0:
                 out.append(f"{name} served 0 requests")
+            end = job.trace_end
+            if end is not None and end < t_end:
+                out.append(f"{name}: its trace's last request arrives at {end:,.0f} s of a {t_end:,.0f} s run "
+                           f"(no requests after)")
         return out
 
     def _release(self, job: JobState) -> None:
