@@ -33,15 +33,26 @@ from twin.scenario import load_scenario
 from twin.sim.driver import Simulation
 
 ROOT = Path(__file__).resolve().parents[1]
-#: Trn3 TDPs across the catalogue's sourced range [W] (low end, middle, default).
-TRN3_TDPS = (690.0, 850.0, 1000.0)
-#: MoE step per chip: active parameters, tokens, MFU; expert all-to-all: model width, routed
-#: experts per token, bytes per value out (FP8 dispatch) and back (BF16 combine), MoE layers,
-#: forward + backward; data-parallel gradients of the chip's expert and dense shard (BF16).
+#: MoE step per chip, shaped like DeepSeek-V3 (arXiv:2412.19437: 37e9 active parameters, model
+#: width 7,168, 58 MoE layers, 8 routed experts per token, FP8 dispatch and BF16 combine): tokens
+#: per chip, MFU; the expert all-to-all runs forward and backward (``passes``); data-parallel
+#: gradients of the chip's expert and dense shard in BF16 (estimate: 1e9 parameters per chip).
 MOE = dict(active_params=37e9, tokens=16384, mfu=0.4, d_model=7168, top_k=8, dispatch_bytes=1, combine_bytes=2,
            moe_layers=58, passes=2, gradient_bytes=2.0e9)
 #: Inference: model, format, KV bytes per token (Llama-2-70B layout, FP8 cache), decode-step target [s].
+#: Dense FP8-class peak of each chip (Trn3 publishes MXFP8, Trn2 FP8).
+PEAK_FORMAT = {"trn3": "mxfp8", "trn2": "fp8"}
 SERVE = dict(params=70e9, fmt="fp8", kv_bytes=163840.0, layers=80, d_model=8192, context=2048, target=0.050)
+
+
+def trn3_tdps(cat):
+    """Trn3 TDPs across the catalogue's sourced range [W]: its low end, the middle (to 50 W) and
+    its high end (the default)."""
+    from twin.units import parse_quantity
+
+    r = cat.chips["trn3"].tdp_range
+    lo, hi = (parse_quantity(v, "power") for v in (r.low, r.high))
+    return lo, 50.0 * round((lo + hi) / 100.0), hi
 
 
 def _tdp_override(tdp):
@@ -75,14 +86,18 @@ def training(name, tdp=None, duration="30 min", extra=None):
                 iteration_time=job.iteration_time, t_collective=job.t_collective)
 
 
-def moe_job(chip_flops, chips):
-    """The MoE job for ``chips`` chips of ``chip_flops`` dense peak (its compute time per iteration)."""
+def moe_job(cat, kind, chips):
+    """The MoE job on ``chips`` chips of ``kind`` (its dense FP8-class peak): compute time per
+    iteration from the FLOPs at the MFU; the all-to-all and all-reduce times come from the
+    fabric (the job's ``all_to_all_bytes`` and ``collective_bytes``), so ``compute_share`` only
+    splits the ``iteration_time`` given here into its compute part."""
     m = MOE
-    t_compute = 6.0 * m["active_params"] * m["tokens"] / (chip_flops * m["mfu"])
+    peak = cat.chips[kind].flops[PEAK_FORMAT[kind]].si
+    t_compute = 6.0 * m["active_params"] * m["tokens"] / (peak * m["mfu"])
     a2a = (m["tokens"] * m["d_model"] * m["top_k"] * (m["dispatch_bytes"] + m["combine_bytes"])
            * m["moe_layers"] * m["passes"])
     share = 0.9
-    return [{"kind": "moe_training", "name": "train", "devices": {"kind": None, "count": chips},
+    return [{"kind": "moe_training", "name": "train", "devices": {"kind": kind, "count": chips},
              "iteration_time": f"{t_compute / share} s", "compute_share": share,
              "all_to_all_bytes": f"{a2a} B", "collective_bytes": f"{m['gradient_bytes']} B",
              "tokens_per_iteration": m["tokens"] * chips}]
@@ -136,13 +151,13 @@ def run(duration="30 min"):
     cat = load_catalog()
     chip = chip_figures(cat)
     t2 = training("trn2-training", duration=duration)
-    m2 = training("trn2-training", duration=duration, extra=_moe("trn2", cat, 64))
+    m2 = training("trn2-training", duration=duration, extra=moe_job(cat, "trn2", 64))
     s2 = serving(cat, "trn2", scale_up_link(cat, "trn2"))
     rows = []
-    for tdp in TRN3_TDPS:
+    for tdp in trn3_tdps(cat):
         c3 = cat.merged(_tdp_override(tdp)["catalog"])
         t3 = training("trn3-training", tdp, duration=duration)
-        m3 = training("trn3-training", tdp, duration=duration, extra=_moe("trn3", cat, 144))
+        m3 = training("trn3-training", tdp, duration=duration, extra=moe_job(cat, "trn3", 144))
         s3 = serving(c3, "trn3", scale_up_link(c3, "trn3"))
         rows.append(dict(
             tdp=tdp, chip=chip["flops_per_watt"](tdp), train=t3["it_per_kWh"] / t2["it_per_kWh"],
@@ -162,7 +177,9 @@ def table(res) -> str:
     def cells(key, fmt="{:.2f}x"):
         return " | ".join(fmt.format(x[key]) for x in r)
 
-    out = ["| comparison (Trn3 / Trn2) | Trn3 at 690 W | 850 W | 1,000 W (default) | AWS claim | reproduced? |",
+    tdps = [f"{x['tdp']:,.0f} W" for x in r]
+    out = [f"| comparison (Trn3 / Trn2) | Trn3 at {tdps[0]} | {' | '.join(tdps[1:-1])} | {tdps[-1]} (default) "
+           "| AWS claim | reproduced? |",
            "| --- | --- | --- | --- | --- | --- |",
            f"| peak dense FP8-class compute per UltraServer | {c['compute_us']:.2f}x | {c['compute_us']:.2f}x | "
            f"{c['compute_us']:.2f}x | 4.4x | yes: it follows from the published peaks (144 x 2.517 vs 64 x 1.299 PF) |",
@@ -173,7 +190,7 @@ def table(res) -> str:
            "the chip does 1.94x the FLOP/s for 2x the power |",
            f"| training at equal MFU, iterations per facility kWh (whole UltraServers: hosts, switches, NICs, "
            f"fans, shelves) | {cells('train')} | 4x perf/W (UltraServer) | no: 4.36x the work for "
-           f"{r[-1]['train_speed'] / r[-1]['train']:.1f}-{r[0]['train_speed'] / r[0]['train']:.1f}x the power; "
+           f"{r[0]['train_speed'] / r[0]['train']:.1f}-{r[-1]['train_speed'] / r[-1]['train']:.1f}x the power; "
            "4x needs Trn3 UltraServers at ~1.1x a Trn2 UltraServer's power |",
            f"| MoE training with its expert all-to-all on the scale-up fabric, tokens per facility kWh | "
            f"{cells('moe')} | 4x perf/W | no, though the topology adds {r[-1]['moe_chip_speed'] / c['flops_ratio'] - 1:.0%} "
@@ -204,12 +221,6 @@ def main():
           f"at {s3['power']:.0f} W")
     print(table(res))
 
-
-def _moe(kind, cat, chips):
-    peak = cat.chips[kind].flops["mxfp8" if kind == "trn3" else "fp8"].si
-    job = moe_job(peak, chips)
-    job[0]["devices"]["kind"] = kind
-    return job
 
 
 if __name__ == "__main__":

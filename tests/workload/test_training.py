@@ -241,3 +241,37 @@ def test_moe_all_to_all_loads_the_fabric():
     p_dyn = 2 * _dyn("efa") + _dyn("neuronswitch")
     expected = n_sleds * p_dyn * (1.0 - 0.8) * 0.25 * 240  # W·s over 4 minutes
     assert moe - dense == pytest.approx(expected, rel=0.05)
+
+
+def test_moe_on_trn2_torus_vs_trn3_switch_by_hand():
+    """The same MoE step on a Trn2 UltraServer (64 chips, NeuronLink 3D torus) and a Trn3 one
+    (144 chips, switched NeuronSwitch): the all-to-all and all-reduce times, and so the iteration
+    time, follow from topology and message size. By hand from the catalogue's fabrics:
+    a 4×4×4 torus has mean hop distance 3 · ⌊4²/4⌋/4 · 64/63 = 64/21 (each byte loads that many
+    links), a switch 1; pairwise all-to-all (p−1)α + h (p−1)/p · n/β; ring all-reduce
+    2(p−1)α + 2 (p−1)/p · n/β. Tolerance 1e-9: the model's times are these formulas, so
+    anything beyond round-off is a different topology or message."""
+    cat = load_catalog()
+    nl, ns = cat.fabrics["neuronlink-v3"], cat.fabrics["neuronswitch-v1"]
+    a2a, grad, t_compute = 64e9, 6.4e9, 4.0
+    hand = {}
+    for kind, p, fab, hops in (("trn2", 64, nl, 64 / 21), ("trn3", 144, ns, 1.0)):
+        b, a = fab.bandwidth.si, fab.latency.si
+        t_a2a = (p - 1) * a + hops * (p - 1) / p * a2a / b
+        t_ar = 2 * (p - 1) * a + 2 * (p - 1) / p * grad / b
+        hand[kind] = (t_a2a, t_ar)
+    # Trn2: 63 · 2 µs + 3 · 64e9 / 640 GB/s = 0.300126 s of all-to-all (a switch would take 0.098 s)
+    assert hand["trn2"][0] == pytest.approx(0.3 + 126e-6, rel=1e-12)
+    for kind in ("trn2", "trn3"):
+        job = {"kind": "moe_training", "name": "moe", "devices": {"kind": kind},
+               "iteration_time": f"{t_compute / 0.5} s", "compute_share": 0.5,
+               "all_to_all_bytes": f"{a2a} B", "collective_bytes": f"{grad} B"}
+        sim = Simulation(load_scenario(SCENARIOS / f"{kind}-training.yaml",
+                                       {"time": {"duration": "30 s"}, "jobs": [job]}))
+        sim.run()
+        js = sim.jobs.jobs[0]
+        t_a2a, t_ar = hand[kind]
+        assert js.path.domains == 1 and js.path.up.name == {"trn2": "neuronlink-v3", "trn3": "neuronswitch-v1"}[kind]
+        assert js.t_collective == pytest.approx(t_a2a + t_ar, rel=1e-9)
+        assert js.iteration_time == pytest.approx(t_compute + t_a2a + t_ar, rel=1e-9)
+        assert js.all_to_all_share == pytest.approx(t_a2a / (t_compute + t_a2a + t_ar), rel=1e-9)
