@@ -123,17 +123,26 @@ class ChillerSpec(_Strict):
     count: Annotated[int, Field(ge=0, le=10_000)] | None = None
 
 
+#: Cooling modes of the plant: ``auto`` (free cooling first, chillers trim, with the switching
+#: below), ``free_only`` (chillers locked out), ``chiller_only`` (economiser bypassed: the
+#: chillers carry the facility water whenever one is available).
+COOLING_MODES = ("auto", "free_only", "chiller_only")
+
+
 class EconomiserSpec(_Strict):
     """Economiser and chiller switching on the facility-water loop, with hysteresis.
 
-    The chiller starts as soon as free cooling at full fan speed cannot hold the supply
-    set-point and stops once free cooling could reach ``hysteresis`` below it. Free cooling
-    (in series ahead of the chiller) stays on while it cools the return water by at least
-    ``min_useful``, and comes back once it could cool it by ``min_useful + hysteresis``.
+    In ``mode: auto`` the chiller starts as soon as free cooling at full fan speed cannot hold
+    the supply set-point and stops once free cooling could reach ``hysteresis`` below it. Free
+    cooling (in series ahead of the chiller) stays on while it cools the return water by at
+    least ``min_useful``, and comes back once it could cool it by ``min_useful + hysteresis``.
+    ``free_only`` locks the chillers out (both water circuits); ``chiller_only`` bypasses free
+    cooling on the facility-water loop while a chiller is available.
     """
 
     hysteresis: TemperatureDelta = 1.0
     min_useful: TemperatureMargin = 0.5
+    mode: Literal[COOLING_MODES] = "auto"  # type: ignore[valid-type]
 
 
 class CRAHSpec(_Strict):

@@ -322,6 +322,7 @@ class Record(_Strict):
 
 
 from twin.cooling.config import PlantSpec  # noqa: E402
+from twin.scenario.control import ControlSpec  # noqa: E402
 
 EVENT_KINDS = {
     # kind: what `target` names
@@ -396,3 +397,4 @@ class Scenario(_Strict):
     overlays: list[Annotated[str, Field(min_length=1)]] = []  # merged over this file (later wins)
     telemetry: TelemetrySpec | None = None  # measured data for twin calibrate / twin shadow
     calibration: CalibrationRecord | None = None  # what twin calibrate fitted (from an overlay)
+    control: ControlSpec | None = None  # actions, observations and reward for twin.control

@@ -133,6 +133,9 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
     chip["power_excursion"] = np.array([catalog.chips[k].power_excursion.si
                                         if catalog.chips[k].power_excursion else 1.0 for k in kinds])
     chip["p_limit"] = chip["tdp"].copy()  # scenario caps lower it (see the power-limit governor)
+    # lowest settable power limit; the idle power where the catalogue gives none
+    chip["p_limit_min"] = np.array([catalog.chips[k].p_limit_min.si if catalog.chips[k].p_limit_min
+                                    else catalog.chips[k].p_idle.si for k in kinds])
     liquid = np.array([catalog.chips[k].cooling == "liquid" for k in kinds])
     sled_template = _col(sleds, "template", object)
     device_start = _col(sleds, "device_start", np.int64)

@@ -102,6 +102,10 @@ class JobSet:
         self.jobs = [JobState(spec, i) for i, spec in enumerate(jobs)]
         self.floor = np.zeros(system.n_devices)  # power floor per device [W]
         self.ramp = np.full(system.n_devices, np.inf)  # ramp limit per device [W/s]
+        #: Operator inputs per job: a queued job starts only while admitted, and is placed on
+        #: the racks of CDU ``prefer_cdu`` when they have room (−1: anywhere).
+        self.admit = np.ones(len(jobs), dtype=bool)
+        self.prefer_cdu = np.full(len(jobs), -1, dtype=np.int64)
         for job in self.jobs:
             mask = select_devices(job.spec.devices.select, system) & (system.device_kind == job.spec.devices.kind)
             available = int(mask.sum())
@@ -187,7 +191,7 @@ class JobSet:
     def _place(self, job: JobState) -> bool:
         """Gang placement by scale-up domain (:func:`twin.workload.placement.choose_gang`)."""
         sy = self.system
-        free = job.candidates[self.owner[job.candidates] < 0]
+        free = self._preferred(job, job.candidates[self.owner[job.candidates] < 0])
         pick = choose_gang(self.domain[free], job.need, job.spec.devices.within == "domain")
         if pick is None:
             return False
@@ -216,6 +220,15 @@ class JobSet:
             if smoothing.ramp is not None:
                 self.ramp[job.devices] = smoothing.ramp
         return True
+
+    def _preferred(self, job: JobState, free: np.ndarray) -> np.ndarray:
+        """The free candidates on the job's preferred CDU when they can hold it, else all."""
+        cdu = self.prefer_cdu[job.index]
+        if cdu < 0:
+            return free
+        sy = self.system
+        on = free[sy.rack_cdu[sy.device_rack[free]] == cdu]
+        return on if on.size >= job.need else free
 
     @staticmethod
     def _fabric_timed(job: JobState) -> bool:
@@ -299,7 +312,7 @@ class JobSet:
             if job.state == UNPLACEABLE:
                 continue
             if job.state == QUEUED:
-                if t >= spec.start and self._place(job):
+                if t >= spec.start and self.admit[job.index] and self._place(job):
                     job.state = RUNNING
                     job.started = t
                     if isinstance(spec, InferenceJob):
