@@ -90,6 +90,10 @@ class FacilityEnv(gym.Env):
         self.action_space = spaces.Dict({a.key: self._action_space(a) for a in self.actions})
         self.observation_space = spaces.Dict(self._observation_spaces())
         self.metadata = {**type(self).metadata, **self._describe()}
+        chips = loaded.catalog.chips
+        #: Per device kind: throttle point [degC] and whether it is liquid-cooled (for controllers).
+        self.device_kinds = {str(k): {"t_throttle": chips[k].t_throttle.si, "liquid": chips[k].cooling == "liquid"}
+                             for k in np.unique(sim.system.device_kind.astype(str))}
         self.sim: Simulation | None = None
         self._pristine[sc.seed] = (sim, self._probe(sim))
 

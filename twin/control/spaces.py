@@ -23,7 +23,7 @@ from twin.units import DIMENSIONS, QuantityError, parse_quantity
 #: system's components write; the control values in force are added to them).
 TELEMETRY = (
     "facility.p_it", "facility.p_facility", "facility.p_cooling", "facility.pue",
-    "facility.p_chiller", "facility.t_outdoor", "facility.t_wet_bulb", "facility.t_facility_supply",
+    "facility.p_chiller", "facility.economiser", "facility.t_outdoor", "facility.t_wet_bulb", "facility.t_facility_supply",
     "facility.t_facility_return", "facility.t_cold_aisle", "cdu.t_supply", "cdu.t_return", "cdu.q",
     "rack.p_ac", "rack.capped", "device.t_die", "device.throttled", "device.clock", "job.progress",
     "job.state",
