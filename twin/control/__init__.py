@@ -16,7 +16,10 @@ in [−1, 1] for learning libraries. :mod:`twin.control.controllers` holds the r
 controllers, :func:`twin.control.evaluate.evaluate` runs them on many scenarios (on Dask).
 """
 
-from gymnasium.envs.registration import register
+try:
+    from gymnasium.envs.registration import register
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError("twin.control needs Gymnasium: pip install 'twin[control]'") from exc
 
 from twin.control.env import FacilityEnv
 
