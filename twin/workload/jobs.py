@@ -38,9 +38,11 @@ NETWORK_ROLES = ("nic", "switch")
 
 def scale_up_link(catalog, kind: str) -> tuple[float, float]:
     """Per-chip bandwidth [B/s] and step latency [s] of the scale-up fabric joining ``kind``
-    chips (from the catalogue's ``fabrics``); no fabric: (inf, 0)."""
+    chips (from the catalogue's ``fabrics``: the first sled, system or rack that names one);
+    no fabric: (inf, 0)."""
     fabrics = getattr(catalog, "fabrics", None) or {}
-    for holder in (*getattr(catalog, "systems", {}).values(), *getattr(catalog, "racks", {}).values()):
+    for holder in (*getattr(catalog, "sleds", {}).values(), *getattr(catalog, "systems", {}).values(),
+                   *getattr(catalog, "racks", {}).values()):
         name = (getattr(holder, "fabric", None) or {}).get(kind) if isinstance(getattr(holder, "fabric", None), dict) else None
         if name in fabrics:
             f = fabrics[name]
@@ -93,7 +95,7 @@ class JobSet:
         self.system = system
         self.catalog = catalog
         self.scale_out = scale_out or DEFAULT_SCALE_OUT
-        self.domain = np.unique(system.rack_system[system.device_rack], return_inverse=True)[1]
+        self.domain = np.unique(system.device_domain, return_inverse=True)[1]
         self.rng = rng
         self.h_w = h_w
         self.owner = np.full(system.n_devices, -1, dtype=np.int64)
