@@ -15,7 +15,9 @@ Four comparisons, each at Trn3 TDPs across its sourced range (690, 850 and 1,000
 4. **Inference at a latency target** — a 70B dense model in FP8 served so that every decode step
    takes at most 50 ms (20 tokens per second per user): the best tensor-parallel size and batch
    per chip, with the fitted serving model (overheads, all-reduces on the scale-up fabric, KV
-   cache in HBM) and the device model's power; output tokens per joule per chip.
+   cache in HBM) and the device model's power; output tokens per joule per chip. The same for
+   GPT-OSS-120B, a mixture of experts with MXFP4 expert weights, whose decode step reads the
+   experts its batch routes to.
 
 Usage: ``python benchmarks/trn2_vs_trn3.py [--duration 30min]``; prints the README table.
 """
@@ -43,6 +45,17 @@ MOE = dict(active_params=37e9, tokens=16384, mfu=0.4, d_model=7168, top_k=8, dis
 #: Dense FP8-class peak of each chip (Trn3 publishes MXFP8, Trn2 FP8).
 PEAK_FORMAT = {"trn3": "mxfp8", "trn2": "fp8"}
 SERVE = dict(params=70e9, fmt="fp8", kv_bytes=163840.0, layers=80, d_model=8192, context=2048, target=0.050)
+#: GPT-OSS-120B (OpenAI, "gpt-oss-120b & gpt-oss-20b Model Card", arXiv:2508.10925, 2025): 36
+#: layers, width 2,880, 128 experts of which 4 per token, 114.71e9 expert (MLP) parameters in
+#: MXFP4 and 2.12e9 others (attention 0.96e9, embedding and unembedding 1.16e9) in BF16, 5.13e9
+#: active per token; GQA with 8 KV heads of 64 in BF16, alternate layers banded to 128 tokens,
+#: so at 2,048 tokens of context 18 · 2 · 8 · 64 · 2 B · (1 + 128 / 2,048) = 39,168 B per token.
+#: Per decode step the batch reads the non-expert weights it uses (attention and unembedding,
+#: 0.96e9 + 0.58e9 in BF16) and every expert that at least one of its b tokens routes to: an
+#: expected 1 − (1 − 4/128)^b of them per layer.
+SERVE_MOE = dict(params=5.13e9, fmt="mxfp4", kv_bytes=39168.0, layers=36, d_model=2880, context=2048,
+                 target=0.050, expert_params=114.71e9, other_params=2.12e9, read_other_params=1.54e9,
+                 experts=128, top_k=4)
 
 
 def trn3_tdps(cat):
@@ -103,15 +116,28 @@ def moe_job(cat, kind, chips):
              "tokens_per_iteration": m["tokens"] * chips}]
 
 
-def serving(cat, kind, link):
+def moe_weights(s, b):
+    """Weights of a mixture-of-experts model: (all of them, those a decode step of ``b``
+    tokens reads) [B]. Each token picks ``top_k`` of ``experts`` per layer; with routing spread
+    evenly a given expert is untouched by all b tokens with probability (1 − k/E)^b."""
+    from twin.catalog.formats import bytes_per_param
+
+    expert = s["expert_params"] * bytes_per_param(s["fmt"])
+    touched = 1.0 - (1.0 - s["top_k"] / s["experts"]) ** np.asarray(b, dtype=float)
+    return (expert + s["other_params"] * bytes_per_param("bf16"),
+            expert * touched + s["read_other_params"] * bytes_per_param("bf16"))
+
+
+def serving(cat, kind, link, s=SERVE):
     """Most output tokens per second per chip under the decode-step target (over tensor-parallel
-    size and batch), with the chip's power there (device model at 60 degC, held at TDP) and
+    size and batch) for the served model ``s`` (dense, or mixture-of-experts with
+    ``expert_params``), with the chip's power there (device model at 60 degC, held at TDP) and
     tokens per joule."""
     from twin.power.device import active_power, dynamic_power_full
-    from twin.workload.inference import decode_step_time, pool_arguments
+    from twin.workload.inference import HBM_USABLE, decode_step_time, pool_arguments
 
     chip = cat.chips[kind]
-    s = SERVE
+    moe = "expert_params" in s
     best = None
     for tp in (1, 2, 4, 8, 16):
         try:
@@ -119,8 +145,13 @@ def serving(cat, kind, link):
                                layers=s["layers"], d_model=s["d_model"], link=link)
         except ValueError:
             continue
+        if moe:  # all the weights stay in HBM; a step reads the experts its batch routes to
+            held = moe_weights(s, 1)[0]
+            a["kv_capacity"] = chip.hbm_capacity.si * tp * HBM_USABLE - held
         b_max = int(a["kv_capacity"] // (s["context"] * s["kv_bytes"]))
         b = np.arange(1, max(b_max, 1) + 1)
+        if moe:
+            a["params_bytes"] = moe_weights(s, b)[1]
         t = decode_step_time(b, a["params_bytes"], s["kv_bytes"], s["context"], a["hbm_bandwidth"], a["mbu"],
                              params=s["params"], flops_peak=a["flops_peak"], mfu=a["mfu"], layers=s["layers"],
                              d_model=s["d_model"], tp=tp, bandwidth=link[0], latency=a["collective_latency"],
@@ -153,26 +184,30 @@ def run(duration="30 min"):
     t2 = training("trn2-training", duration=duration)
     m2 = training("trn2-training", duration=duration, extra=moe_job(cat, "trn2", 64))
     s2 = serving(cat, "trn2", scale_up_link(cat, "trn2"))
+    g2 = serving(cat, "trn2", scale_up_link(cat, "trn2"), SERVE_MOE)
     rows = []
     for tdp in trn3_tdps(cat):
         c3 = cat.merged(_tdp_override(tdp)["catalog"])
         t3 = training("trn3-training", tdp, duration=duration)
         m3 = training("trn3-training", tdp, duration=duration, extra=moe_job(cat, "trn3", 144))
         s3 = serving(c3, "trn3", scale_up_link(c3, "trn3"))
+        g3 = serving(c3, "trn3", scale_up_link(c3, "trn3"), SERVE_MOE)
         rows.append(dict(
             tdp=tdp, chip=chip["flops_per_watt"](tdp), train=t3["it_per_kWh"] / t2["it_per_kWh"],
             train_speed=t3["iterations"] / t2["iterations"],
             moe=(m3["iterations"] * 144 / m3["kWh"]) / (m2["iterations"] * 64 / m2["kWh"]),
             moe_chip_speed=m2["iteration_time"] / m3["iteration_time"],
             serve=s3["tokens_per_J"] / s2["tokens_per_J"], serve_tps=s3["tokens_per_s"] / s2["tokens_per_s"],
-            s3=s3, m3=m3))
-    return dict(rows=rows, chip=chip, s2=s2, m2=m2)
+            moe_serve=g3["tokens_per_J"] / g2["tokens_per_J"], moe_serve_tps=g3["tokens_per_s"] / g2["tokens_per_s"],
+            s3=s3, m3=m3, g3=g3))
+    return dict(rows=rows, chip=chip, s2=s2, m2=m2, g2=g2)
 
 
 def table(res) -> str:
     """The README table: each comparison at the three Trn3 TDPs, the AWS claim, and whether the
     twin reproduces it."""
     r, c = res["rows"], res["chip"]
+    g2, g3 = res["g2"], r[-1]["g3"]
 
     def cells(key, fmt="{:.2f}x"):
         return " | ".join(fmt.format(x[key]) for x in r)
@@ -201,9 +236,16 @@ def table(res) -> str:
            f"| inference, 70B FP8 at <= 50 ms per token: tokens per joule per chip | {cells('serve')} | "
            "4x perf/W | no: Trn3's 1.7x HBM bandwidth and 1.5x capacity let it batch more at the same "
            "latency, not 4x |",
-           f"| inference: tokens per second per chip at <= 50 ms per token | {cells('serve_tps')} | 3x "
-           "(GPT-OSS, per chip) | no for a dense 70B model; GPT-OSS (MoE, MXFP4) reads fewer bytes per "
-           "token, which the twin's dense serving model does not express |"]
+           f"| inference, 70B FP8 at <= 50 ms per token: tokens per second per chip | {cells('serve_tps')} | "
+           "none for a dense model | - |",
+           f"| inference, GPT-OSS-120B (MoE, MXFP4 experts) at <= 50 ms per token: tokens per second per chip "
+           f"| {cells('moe_serve_tps')} | 3x (GPT-OSS, per chip) | no: per chip Trn3 has 1.69x the HBM bandwidth "
+           "and 1.94x the dense FP8-class peak, and large-batch MoE decode needs both (every expert is read, "
+           f"and the batch's KV caches); Trn3 TP {g3['tp']} serves {g3['batch']:,} sequences, Trn2 TP "
+           f"{g2['tp']} {g2['batch']:,} |",
+           f"| inference, GPT-OSS-120B at <= 50 ms per token: tokens per joule per chip | {cells('moe_serve')} | "
+           "4x perf/W | no: the throughput ratio above for "
+           f"{r[0]['g3']['power'] / g2['power']:.2f}-{g3['power'] / g2['power']:.2f}x the chip power |"]
     return "\n".join(out)
 
 
@@ -219,8 +261,11 @@ def main():
     print(f"serving at <= 50 ms/token: Trn2 TP {s2['tp']} batch {s2['batch']} {s2['tokens_per_s']:.0f} tok/s/chip "
           f"at {s2['power']:.0f} W; Trn3 (1 kW) TP {s3['tp']} batch {s3['batch']} {s3['tokens_per_s']:.0f} tok/s/chip "
           f"at {s3['power']:.0f} W")
+    g2, g3 = res["g2"], res["rows"][-1]["g3"]
+    print(f"GPT-OSS-120B at <= 50 ms/token: Trn2 TP {g2['tp']} batch {g2['batch']} {g2['tokens_per_s']:.0f} "
+          f"tok/s/chip at {g2['power']:.0f} W; Trn3 (1 kW) TP {g3['tp']} batch {g3['batch']} "
+          f"{g3['tokens_per_s']:.0f} tok/s/chip at {g3['power']:.0f} W")
     print(table(res))
-
 
 
 if __name__ == "__main__":
