@@ -130,9 +130,10 @@ def parse_quantity(text: str | float | int, dimension: str) -> float:
             f"{text!r} is not a {dimension.replace('_', ' ')} (expected units like "
             f"'{_example_unit(dimension)}', got '{q.units:~}')"
         )
-    if dim == "[]":
-        return float(q.to(unit or "dimensionless").magnitude)
-    return float(q.to(unit).magnitude)
+    if not q.units._units:  # a plain number where a count is wanted (bytes, a ratio)
+        return float(q.magnitude)
+    # pint counts information in bits: name the stored unit (byte, byte/s) rather than base units.
+    return float(q.to(unit or "dimensionless").magnitude)
 
 
 _EXAMPLES = {
@@ -184,7 +185,7 @@ FIELD_EXAMPLES = {
     "power_rate": "200 W/s",
     "rate": "2.5 1/s",
     "volume": "10 m**3",
-    "bytes": "2 GB",
+    "bytes": "8 MiB",
 }
 
 

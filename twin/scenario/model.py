@@ -319,6 +319,9 @@ class Record(_Strict):
     device: Duration | Literal["off"] = 10.0
     job: Duration | Literal["off"] = 1.0
     variables: dict[Literal["facility", "cdu", "rack", "sled", "device", "job"], list[str]] = {}
+    #: Memory per group held before a streamed run (``.zarr``) appends it to the store; smaller
+    #: means more, smaller appends (each group keeps at least 16 samples).
+    buffer: _quantity("bytes", positive=True) = 8 * 2**20
 
 
 from twin.cooling.config import PlantSpec  # noqa: E402
