@@ -31,7 +31,7 @@ class _Console(Console):
     """A rich console that wraps only on a terminal; plain text (no markup, no highlighting)."""
 
     def __init__(self, **kwargs):
-        super().__init__(markup=False, highlight=False, **kwargs)
+        super().__init__(markup=False, highlight=False, emoji=False, **kwargs)
 
     def print(self, *objects, **kwargs):
         if all(isinstance(o, str) for o in objects):  # a line of text: never broken by rich
