@@ -214,3 +214,76 @@ def test_validate_in_a_real_process_refuses_a_fifo_trace(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert "not a regular file" in proc.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# Resources
+# --------------------------------------------------------------------------------------------
+HUGE = """\
+name: huge
+time: {duration: 1 h, step: 1 s}
+halls:
+  - name: h
+    rows:
+      - name: r
+        racks: [{name: us, template: trn3-gen2-ultraserver, count: 34483}]
+"""
+MICRO = """\
+name: micro
+time: {duration: 1 d, step: 1 us}
+halls:
+  - name: h
+    rows:
+      - name: r
+        racks: [{name: us, template: trn3-gen2-ultraserver}]
+"""
+
+
+@pytest.mark.parametrize("text, line, path, pattern", [
+    (HUGE, 3, "halls", r"10,000,070 devices × 3,600 steps = 3\.6e\+10 device-steps; memory ≈ \d"),
+    (MICRO, 2, "time", r"290 devices × 86,400,000,000 steps = 2\.5e\+13 device-steps; .*steps above 5e\+08"),
+], ids=["10M-devices", "1us-step-for-a-day"])
+def test_too_large_is_refused_quickly_with_the_estimate(tmp_path, text, line, path, pattern):
+    """Validating 10 M devices never finished (5 GB and growing); a 1 µs step for a day ran out
+    of memory. Both are now refused by the estimate, in a real process, in under 5 s of CPU."""
+    import resource
+
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(text)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run([sys.executable, "-m", "twin", "validate", str(scenario)],
+                          capture_output=True, text=True, timeout=300)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    # CPU time, not wall time: the machine may be loaded; start-up (imports) is most of it.
+    assert cpu < 5.0, cpu
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"{scenario}:{line}: {path}: too large for this machine: ")
+    assert re.search(pattern, proc.stderr), proc.stderr
+    assert "--allow-large" in proc.stderr
+
+
+def test_estimate_counts_and_allow_large(tmp_path, monkeypatch):
+    """The estimate's device count matches the built system; above a limit only --allow-large runs."""
+    from tests.conftest import SCENARIOS
+    from twin.scenario import resources
+    from twin.sim.build import build_system
+
+    loaded = load_scenario(SCENARIOS / "quickstart.yaml")
+    system = build_system(loaded.scenario, loaded.catalog)
+    est = loaded.estimate
+    assert (est.devices, est.sleds, est.racks, est.steps) == (
+        system.n_devices, system.sled_name.size, system.n_racks, 7200)
+    # In memory: facility, cdu and rack every second, devices every 10 s, 8 bytes, twice.
+    assert est.samples == 3 * 7200 + 720
+    monkeypatch.setitem(resources.LIMITS, "devices", (100, "devices in one run"))
+    with pytest.raises(ScenarioError, match=r"devices in one run above 100\b"):
+        load_scenario(SCENARIOS / "quickstart.yaml")
+    assert load_scenario(SCENARIOS / "quickstart.yaml", allow_large=True).estimate.devices == 290
+    out = tmp_path / "q.nc"
+    result = CliRunner().invoke(app, ["run", str(SCENARIOS / "quickstart.yaml"), "-o", str(out),
+                                      "--duration", "1 min"])
+    assert result.exit_code == 2 and "too large" in result.stderr and not out.exists()
+    result = CliRunner().invoke(app, ["run", str(SCENARIOS / "quickstart.yaml"), "-o", str(out),
+                                      "--duration", "1 min", "--allow-large"])
+    assert result.exit_code == 0, result.output

@@ -62,8 +62,13 @@ def fail(message: str, code: int = EXIT_BAD_INPUT):
     raise typer.Exit(code)
 
 
-def load(scenario: Path, duration=None, step=None, seed=None, record=None):
-    """Load a scenario with the command-line overrides; a bad option is blamed on the option."""
+def load(scenario: Path, duration=None, step=None, seed=None, record=None, *, output: Path | None = None,
+         streamed: bool | None = None, allow_large: bool = False):
+    """Load a scenario with the command-line overrides; a bad option is blamed on the option.
+
+    ``output`` (the ``-o`` of ``twin run``) or ``streamed`` tell the resource estimate whether
+    the result is kept in memory; ``allow_large`` confirms a run above its limits.
+    """
     from twin.scenario import load_scenario
     from twin.scenario.model import GROUPS
 
@@ -88,7 +93,9 @@ def load(scenario: Path, duration=None, step=None, seed=None, record=None):
         overrides["seed"] = seed
         options["seed"] = "--seed"
     try:
-        return load_scenario(scenario, overrides, options)
+        if streamed is None and output is not None:
+            streamed = Path(output).suffix.lower() == ".zarr"
+        return load_scenario(scenario, overrides, options, streamed=streamed, allow_large=allow_large)
     except ScenarioError as exc:
         fail(str(exc))
 

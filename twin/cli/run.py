@@ -28,6 +28,8 @@ def run(
         "--progress/--no-progress",
         help="Progress on long runs: a bar on a terminal; --progress also prints a line every 10 s "
              "when stderr is not a terminal (default: only on a terminal).")] = None,
+    allow_large: Annotated[bool, typer.Option(
+        "--allow-large", help="Run even when the resource estimate is above the limits (README: Limits).")] = False,
 ):
     """Run a scenario and write its dataset; print a summary."""
     from twin.export.dataset import build_tree, run_warnings, summary
@@ -37,7 +39,7 @@ def run(
 
     if solver not in INTEGRATORS:
         fail(f"--solver: unknown '{solver}' (known: {', '.join(INTEGRATORS)})")
-    loaded = load(scenario, duration, step, seed, record)
+    loaded = load(scenario, duration, step, seed, record, output=output, allow_large=allow_large)
     path = output or Path(loaded.scenario.output or f"out/{loaded.scenario.name}.nc")
     try:
         output_format(path)

@@ -35,7 +35,7 @@ def serve(
         pace = parse_speed(speed)
     except ValueError as exc:
         fail(str(exc))
-    loaded = load(scenario)
+    loaded = load(scenario, streamed=True)
     try:  # the port before the simulation is built: a busy port is reported at once
         httpd = make_http_server(host, port, None)
     except OSError as exc:
