@@ -6,7 +6,7 @@ import re
 
 from twin.text import excerpt
 
-_PLAIN = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+_PLAIN = re.compile(r"[A-Za-z0-9_.\-/+@%=,]{1,64}")
 
 
 class ScenarioError(ValueError):
