@@ -170,3 +170,52 @@ def check_epw(path, what: str = "weather file", data: bool = True) -> None:
         if len(lines) < 9 or not any(line.strip() for line in lines[8:]):
             if len(head) < SNIFF_BYTES:
                 raise FileProblem(f"{what} {shown(path)}: an EPW header but no hourly records")
+
+
+def referenced_files(data: dict, base: Path) -> list[Path]:
+    """Files a scenario's YAML data names (not yet validated): overlays, replay tables, request
+    traces and weather files, resolved from ``base`` (the scenario's folder). Bundled names
+    (``azure-code``, ``Leesburg``) are part of the installed twin and not listed."""
+    found: list[Path] = []
+
+    def add(value) -> None:
+        if isinstance(value, str) and value:
+            found.append(Path(base) / value)
+
+    if not isinstance(data, dict):
+        return found
+    for name in data.get("overlays") or []:
+        add(name)
+    for rule in data.get("workload") or []:
+        if isinstance(rule, dict):
+            add(rule.get("replay"))
+    for job in data.get("jobs") or []:
+        if isinstance(job, dict) and job.get("trace") != "azure-code":
+            add(job.get("trace"))
+    plant = data.get("plant")
+    weather = plant.get("weather") if isinstance(plant, dict) else None
+    if isinstance(weather, dict) and isinstance(weather.get("file"), str):
+        file = Path(weather["file"])
+        bundled = weather.get("kind") != "csv" and file.suffix.lower() != ".epw" and len(file.parts) == 1
+        if not bundled:
+            add(weather["file"])
+    return found
+
+
+def content_digest(paths, cache: dict | None = None) -> str:
+    """SHA-256 over the contents of ``paths`` (in order; a missing or unreadable file counts as
+    its path and the reason), for cache keys that change when a referenced file does."""
+    import hashlib
+
+    cache = {} if cache is None else cache
+    total = hashlib.sha256()
+    for path in paths:
+        key = str(Path(path).resolve())
+        if key not in cache:
+            try:
+                with open(path, "rb") as fh:
+                    cache[key] = hashlib.file_digest(fh, "sha256").hexdigest()
+            except OSError as exc:
+                cache[key] = f"unreadable:{type(exc).__name__}"
+        total.update(f"{key}\0{cache[key]}\n".encode())
+    return total.hexdigest()
