@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from tests.scenario.test_bad_input import GOOD
 from twin.cli import app
 from twin.scenario import ScenarioError, load_scenario
+from tests.conftest import SCENARIOS as SCENARIOS_DIR
 from twin.limits import LIMITS
 
 CDU = "  - name: c1\n"
@@ -287,3 +288,15 @@ def test_estimate_counts_and_allow_large(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, ["run", str(SCENARIOS / "quickstart.yaml"), "-o", str(out),
                                       "--duration", "1 min", "--allow-large"])
     assert result.exit_code == 0, result.output
+
+
+def test_catalogue_counts_beyond_any_equipment(tmp_path):
+    """Found by the fuzzer: 356,337 power shelves in a rack ran, heating its air to 2.2e6 degC."""
+    text = (SCENARIOS_DIR / "gb300-rack.yaml").read_text() + (
+        "catalog:\n  racks:\n    big:\n      description: x\n      sleds: {gb300-compute-tray: {value: 18, source: estimate}}\n"
+        "      power_shelf: orv3-hpr-33kw\n      shelves: {value: 356337, source: estimate}\n"
+        "      coolant_flow: {value: 80 L/min, source: estimate}\n")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(text)
+    with pytest.raises(ScenarioError, match=r"catalog\.racks\.big\.shelves\.value: 356,337 is more than the 64 "):
+        load_scenario(scenario)

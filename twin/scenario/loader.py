@@ -439,6 +439,37 @@ def _check(loc: tuple, check, *args) -> None:
         raise FieldError(loc, str(exc)) from None
 
 
+#: Most of a thing per catalogue entry (the bundled catalogue's largest: 8 shelves per rack,
+#: 6 PSUs per shelf, 28 sleds per rack, 16 devices per sled, 2 racks per system). A scenario's
+#: own entries beyond these describe no equipment that exists (and 356,337 power shelves' idle
+#: losses heat a rack's air to millions of degrees).
+MAX_PER_ENTRY = {
+    ("racks", "shelves"): 64,
+    ("power_shelves", "psus"): 64,
+    ("power_shelves", "redundant"): 64,
+    ("racks", "sleds"): 1024,
+    ("sleds", "devices"): 1024,
+}
+
+
+def _check_catalog_counts(scenario: Scenario, catalog: Catalog) -> None:
+    """Counts in the scenario's own catalogue entries within :data:`MAX_PER_ENTRY`."""
+    for kind, entries in (scenario.catalog or {}).items():
+        table = getattr(catalog, kind, {})
+        for name in entries:
+            entry = table.get(name)
+            for (k, field), limit in MAX_PER_ENTRY.items():
+                if k != kind or entry is None:
+                    continue
+                value = getattr(entry, field, None)
+                counts = value.items() if isinstance(value, dict) else [(None, value)]
+                for key, count in counts:
+                    if count is not None and count.value > limit:
+                        loc = ("catalog", kind, name, field) + ((key,) if key else ()) + ("value",)
+                        raise FieldError(loc, f"{count.value:,} is more than the {limit:,} any "
+                                              f"{kind[:-1].replace('_', ' ')} holds")
+
+
 def check_references(scenario: Scenario, catalog: Catalog, base: Path) -> None:
     """Cross-field checks: templates exist, names are unique, references resolve, and every
     file the scenario names is a regular file of the right size and format
@@ -449,6 +480,7 @@ def check_references(scenario: Scenario, catalog: Catalog, base: Path) -> None:
     FieldError
         At the offending field.
     """
+    _check_catalog_counts(scenario, catalog)
     cdu_names = set()
     for i, cdu in enumerate(scenario.cdus):
         names = {cdu.name} | set(expand_cdus([cdu])[1])
