@@ -240,10 +240,16 @@ halls:
 """
 
 
+CENTURY = MICRO.replace("{duration: 1 d, step: 1 us}", "{duration: 100 years, step: 10 s}")
+MILLION = HUGE.replace("count: 34483", "count: 3449").replace("1 h", "2 h")
+
+
 @pytest.mark.parametrize("text, line, path, pattern", [
     (HUGE, 3, "halls", r"10,000,070 devices × 3,600 steps = 3\.6e\+10 device-steps; memory ≈ \d"),
     (MICRO, 2, "time", r"290 devices × 86,400,000,000 steps = 2\.5e\+13 device-steps; .*steps above 5e\+08"),
-], ids=["10M-devices", "1us-step-for-a-day"])
+    (CENTURY, 1, "record", r"290 devices × 315,576,000 steps .* recorded in memory\); memory above"),
+    (MILLION, 1, "record", r"1,000,210 devices × 7,200 steps .* recorded in memory\); memory above"),
+], ids=["10M-devices", "1us-step-for-a-day", "100-years-at-10s", "1M-devices"])
 def test_too_large_is_refused_quickly_with_the_estimate(tmp_path, text, line, path, pattern):
     """Validating 10 M devices never finished (5 GB and growing); a 1 µs step for a day ran out
     of memory. Both are now refused by the estimate, in a real process, in under 5 s of CPU."""

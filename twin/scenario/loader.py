@@ -335,9 +335,16 @@ def _validated(data: dict, text: str, path: Path, lines: dict, layers: list,
         streamed = scenario.output is not None and Path(scenario.output).suffix.lower() == ".zarr"
     try:
         estimate = resources.check(scenario, catalog, streamed=streamed, allow_large=allow_large)
-    except ValueError as exc:
-        over = resources.estimate(scenario, catalog, streamed).over()
-        raise loaded.locate(FieldError(("halls",) if "devices" in over else ("time",), str(exc))) from None
+    except ValueError as exc:  # placed at what to change: the layout, the time or the recording
+        est = resources.estimate(scenario, catalog, streamed)
+        over = est.over()
+        if "devices" in over:
+            loc = ("halls",)
+        elif "steps" in over or "device_steps" in over:
+            loc = ("time",)
+        else:
+            loc = ("record",) if est.record_bytes > est.state_bytes else ("halls",)
+        raise loaded.locate(FieldError(loc, str(exc))) from None
     loaded.estimate = estimate
     try:
         check_references(scenario, catalog, base=path.parent)
