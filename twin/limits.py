@@ -14,8 +14,8 @@ from twin.text import excerpt
 #: unit shown, why).
 LIMITS: dict[str, tuple[float, float, str, str]] = {
     # Liquid loops: water above freezing with margin; ASHRAE TC9.9 (Liquid Cooling Guidelines,
-    # 2nd ed.) classes W17–W45 and W+ (> 45 degC, heat reuse) — no cold plate is rated beyond 65.
-    "coolant_supply": (5.0, 65.0, "degC", "ASHRAE W17-W45 and W+ secondary loops"),
+    # 2nd ed.) classes W17–W45 and W+ (> 45 degC, for heat reuse, which runs to 60–70 degC).
+    "coolant_supply": (5.0, 70.0, "degC", "ASHRAE W17-W45 and W+ secondary loops"),
     "facility_water": (2.0, 60.0, "degC", "ASHRAE W17-W45 and W+ facility water"),
     "chilled_water": (2.0, 30.0, "degC", "chilled-water coils"),
     # Air at the IT inlet: ASHRAE A1–A4 allowable 5–45 degC (Thermal Guidelines, 5th ed.).

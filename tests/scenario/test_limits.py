@@ -34,7 +34,7 @@ CASES = [
      "site.facility_water_supply", r"not a finite number"),
     ("nan-cold-aisle", GOOD + "site: {cold_aisle: NaN degC}\n", 18, "site.cold_aisle", r"not a finite number"),
     ("hot-supply", GOOD.replace(CDU, CDU + "    supply_temperature: 150 degC\n"), 7,
-     "cdus[0].supply_temperature", r"'150 degC' is outside 5 degC to 65 degC \(ASHRAE"),
+     "cdus[0].supply_temperature", r"'150 degC' is outside 5 degC to 70 degC \(ASHRAE"),
     ("below-absolute-zero", GOOD + "site: {facility_water_supply: -300 degC}\n", 18,
      "site.facility_water_supply", r"below absolute zero"),
     ("cold-site", GOOD + "site: {cold_aisle: -40 degC}\n", 18, "site.cold_aisle",
