@@ -420,7 +420,8 @@ class _Connections:
 
 def make_http_server(host: str, port: int, app, *, workers: int = WORKERS,
                      idle_timeout: float = IDLE_TIMEOUT, max_connections: int = MAX_CONNECTIONS):
-    """An HTTP/1.1 server for the WSGI ``app`` on ``host:port`` with a bounded pool of workers.
+    """An HTTP/1.1 server for the WSGI ``app`` (or one given later with ``set_app``) on
+    ``host:port`` with a bounded pool of workers.
 
     Accepted connections wait in one selector (no thread each) until a request starts to
     arrive; then one of ``workers`` threads reads it — at most :data:`MAX_HEADER_BYTES` of
@@ -450,8 +451,16 @@ def make_http_server(host: str, port: int, app, *, workers: int = WORKERS,
 
         def __init__(self):
             super().__init__((host, port), None)
+            self.application = app
             self.connections = _Connections(self, workers, idle_timeout,
                                             _max_connections(max_connections))
+
+        def set_app(self, application):
+            """The WSGI app to answer with (may be set after binding, before serving)."""
+            self.application = application
+
+        def get_app(self):
+            return self.application
 
         def serve_forever(self, poll_interval=POLL_SECONDS):
             """Serve until :meth:`shutdown` (the loop of :class:`_Connections`)."""
@@ -465,7 +474,7 @@ def make_http_server(host: str, port: int, app, *, workers: int = WORKERS,
             keep = False
             try:
                 conn.setblocking(True)
-                keep = _answer(conn, app)
+                keep = _answer(conn, self.application)
             except (ConnectionError, TimeoutError, OSError):
                 pass  # a client hanging up is normal
             except Exception:  # noqa: BLE001 - a bug in the app: reported, the server goes on

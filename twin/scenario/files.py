@@ -122,9 +122,13 @@ def _parquet_columns(path, what: str) -> tuple[list[str], bool]:
     st = check_file(path, what)
     if st.st_size < 12 or _read_bytes(path, what, 4) != PARQUET_MAGIC:
         raise FileProblem(f"{what} {shown(path)}: not a Parquet file")
-    try:
-        import pyarrow.parquet as pq
+    from twin.extras import MissingExtra, require
 
+    try:
+        pq = require("pyarrow.parquet", "parquet", f"{what} {shown(path)} (Parquet)")
+    except MissingExtra as exc:
+        raise FileProblem(str(exc)) from None
+    try:
         meta = pq.read_metadata(path)
         return list(meta.schema.names), meta.num_rows > 0
     except Exception as exc:  # pyarrow raises its own error types for damaged files
