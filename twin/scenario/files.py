@@ -31,7 +31,19 @@ PARQUET_MAGIC = b"PAR1"
 
 
 class FileProblem(ValueError):
-    """A referenced file that cannot be used; the message names the file, never its content."""
+    """A referenced file that cannot be used; the message names the file, never its content.
+
+    ``reason`` is the message without the file's kind and name (for a line that already names
+    the file).
+    """
+
+    def __init__(self, message: str, reason: str | None = None):
+        super().__init__(message)
+        self.reason = reason or message
+
+
+def _problem(what: str, path, reason: str) -> FileProblem:
+    return FileProblem(f"{what} {shown(path)}: {reason}", reason)
 
 
 def shown(path) -> str:
@@ -53,21 +65,21 @@ def check_file(path, what: str, max_bytes: int | None = None) -> os.stat_result:
     try:
         st = os.stat(path)
     except FileNotFoundError:
-        raise FileProblem(f"{what} not found: {name}") from None
+        raise FileProblem(f"{what} not found: {name}", "file not found") from None
     except PermissionError:
-        raise FileProblem(f"{what} {name}: not readable (permission denied)") from None
+        raise _problem(what, path, "not readable (permission denied)") from None
     except OSError as exc:
-        raise FileProblem(f"{what} {name}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+        raise _problem(what, path, f"cannot be read ({exc.strerror or type(exc).__name__})") from None
     if stat.S_ISDIR(st.st_mode):
-        raise FileProblem(f"{what} {name}: is a directory, not a file")
+        raise _problem(what, path, "is a directory, not a file")
     if not stat.S_ISREG(st.st_mode):
-        raise FileProblem(f"{what} {name}: not a regular file (a device, FIFO or socket)")
+        raise _problem(what, path, "not a regular file (a device, FIFO or socket)")
     if st.st_size == 0:
-        raise FileProblem(f"{what} {name}: empty file (or a special file with no size, such as under /proc)")
+        raise _problem(what, path, "empty file (or a special file with no size, such as under /proc)")
     if st.st_size > max_bytes:
-        raise FileProblem(f"{what} {name}: {st.st_size:,} bytes, more than the {max_bytes:,} allowed")
+        raise _problem(what, path, f"{st.st_size:,} bytes, more than the {max_bytes:,} allowed")
     if not os.access(path, os.R_OK):
-        raise FileProblem(f"{what} {name}: not readable (permission denied)")
+        raise _problem(what, path, "not readable (permission denied)")
     return st
 
 
@@ -76,7 +88,7 @@ def _read_bytes(path, what: str, n: int) -> bytes:
         with open(path, "rb") as fh:
             return fh.read(n)
     except OSError as exc:
-        raise FileProblem(f"{what} {shown(path)}: cannot be read ({exc.strerror or type(exc).__name__})") from None
+        raise _problem(what, path, f"cannot be read ({exc.strerror or type(exc).__name__})") from None
 
 
 def read_text_file(path, max_bytes: int | None = None, what: str = "file") -> str:
@@ -85,13 +97,13 @@ def read_text_file(path, max_bytes: int | None = None, what: str = "file") -> st
     check_file(path, what, max_bytes)
     data = _read_bytes(path, what, max_bytes + 1)
     if len(data) > max_bytes:
-        raise FileProblem(f"{what} {shown(path)}: more than the {max_bytes:,} bytes allowed")
+        raise _problem(what, path, f"more than the {max_bytes:,} bytes allowed")
     if b"\x00" in data:
-        raise FileProblem(f"{what} {shown(path)}: a binary file, not text")
+        raise _problem(what, path, "a binary file, not text")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise FileProblem(f"{what} {shown(path)}: not UTF-8 text (byte {exc.start:,})") from None
+        raise _problem(what, path, f"not UTF-8 text (byte {exc.start:,})") from None
 
 
 def _header_and_rows(path, what: str, encoding: str) -> tuple[list[str], bool]:

@@ -39,7 +39,7 @@ def _read(path: Path) -> str:
     try:
         text = read_text_file(path, MAX_FILE_BYTES, what="scenario file")
     except FileProblem as exc:
-        raise ScenarioError(str(exc), file=name) from None
+        raise ScenarioError(exc.reason, file=name) from None
     return text
 
 
