@@ -32,6 +32,7 @@ from tests.conftest import SCENARIOS
 from twin.cli import app
 from twin.scenario import ScenarioError, load_scenario
 from twin.sim.driver import Simulation
+from twin.sim.resources import check_loaded
 from twin.units import parse_quantity
 
 #: Examples per generator (per bundled scenario for the mutations); TWIN_FUZZ_EXAMPLES=200 for a
@@ -114,6 +115,7 @@ def _property(data: dict, tmp: Path, name: str = "fuzz.yaml") -> None:
     try:
         try:
             loaded = load_scenario(path)
+            check_loaded(loaded)  # the resource estimate, as `twin run` checks it after loading
         except ScenarioError as exc:
             STATS["refused"] = STATS.get("refused", 0) + 1
             # What `twin run` prints (one line, exit 2, before anything is written; the CLI

@@ -273,20 +273,21 @@ def test_too_large_is_refused_quickly_with_the_estimate(tmp_path, text, line, pa
 def test_estimate_counts_and_allow_large(tmp_path, monkeypatch):
     """The estimate's device count matches the built system; above a limit only --allow-large runs."""
     from tests.conftest import SCENARIOS
-    from twin.scenario import resources
+    from twin.sim import resources
     from twin.sim.build import build_system
 
     loaded = load_scenario(SCENARIOS / "quickstart.yaml")
     system = build_system(loaded.scenario, loaded.catalog)
-    est = loaded.estimate
+    est = resources.check_loaded(loaded)
+    assert loaded.estimate is est
     assert (est.devices, est.sleds, est.racks, est.steps) == (
         system.n_devices, system.sled_name.size, system.n_racks, 7200)
     # In memory: facility, cdu and rack every second, devices every 10 s, 8 bytes, twice.
     assert est.samples == 3 * 7200 + 720
     monkeypatch.setitem(resources.LIMITS, "devices", (100, "devices in one run"))
     with pytest.raises(ScenarioError, match=r"devices in one run above 100\b"):
-        load_scenario(SCENARIOS / "quickstart.yaml")
-    assert load_scenario(SCENARIOS / "quickstart.yaml", allow_large=True).estimate.devices == 290
+        resources.check_loaded(load_scenario(SCENARIOS / "quickstart.yaml"))
+    assert resources.check_loaded(load_scenario(SCENARIOS / "quickstart.yaml"), allow_large=True).devices == 290
     out = tmp_path / "q.nc"
     result = CliRunner().invoke(app, ["run", str(SCENARIOS / "quickstart.yaml"), "-o", str(out),
                                       "--duration", "1 min"])

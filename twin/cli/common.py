@@ -71,6 +71,7 @@ def load(scenario: Path, duration=None, step=None, seed=None, record=None, *, ou
     """
     from twin.scenario import load_scenario
     from twin.scenario.model import GROUPS
+    from twin.sim.resources import check_loaded
 
     overrides, options = {}, {}
     if record:
@@ -95,7 +96,9 @@ def load(scenario: Path, duration=None, step=None, seed=None, record=None, *, ou
     try:
         if streamed is None and output is not None:
             streamed = Path(output).suffix.lower() == ".zarr"
-        return load_scenario(scenario, overrides, options, streamed=streamed, allow_large=allow_large)
+        loaded = load_scenario(scenario, overrides, options)
+        check_loaded(loaded, streamed=streamed, allow_large=allow_large)  # before anything is built
+        return loaded
     except ScenarioError as exc:
         fail(str(exc))
 

@@ -18,7 +18,6 @@ from pydantic import BaseModel, ValidationError
 
 from twin.catalog import Catalog, load_catalog
 from twin.catalog.model import CatalogError
-from twin.scenario import resources
 from twin.scenario.errors import FieldError, OptionError, ScenarioError, format_path
 from twin.scenario.files import FileProblem, check_epw, check_table, read_text_file
 from twin.scenario.layout import expand_cdus, expand_racks
@@ -191,7 +190,7 @@ class LoadedScenario:
     text: str
     path: Path
     lines: dict[tuple, int]
-    estimate: object = None  # twin.scenario.resources.Estimate of the run
+    estimate: object = None  # twin.sim.resources.Estimate of the run, once checked
 
     @property
     def base(self) -> Path:
@@ -233,8 +232,7 @@ def _validation_error(exc: ValidationError, prefix: tuple, data=None) -> FieldEr
 
 
 def load_scenario(path: str | Path, overrides: dict | None = None,
-                  options: dict[str, str] | None = None, *, streamed: bool | None = None,
-                  allow_large: bool = False) -> LoadedScenario:
+                  options: dict[str, str] | None = None) -> LoadedScenario:
     """Read, validate and cross-check a scenario file.
 
     Parameters
@@ -249,11 +247,6 @@ def load_scenario(path: str | Path, overrides: dict | None = None,
         "--duration"}``). A bad value there is an :class:`OptionError` naming the option, not
         the file; an error elsewhere that only the overrides cause says which options it is
         "with".
-    streamed : bool, optional
-        The result is streamed (to ``.zarr``, or to a live view) rather than kept in memory, for
-        the resource estimate. Default: whether the scenario's ``output`` is a ``.zarr``.
-    allow_large : bool
-        Run even above the limits of :mod:`twin.scenario.resources` (devices, steps, memory).
 
     Returns
     -------
@@ -267,7 +260,7 @@ def load_scenario(path: str | Path, overrides: dict | None = None,
         With file, line and field path, for every kind of bad input.
     """
     try:
-        return _load_scenario(Path(path), overrides, streamed, allow_large)
+        return _load_scenario(Path(path), overrides)
     except ScenarioError as exc:
         if not overrides or not options or isinstance(exc, OptionError):
             raise
@@ -275,7 +268,7 @@ def load_scenario(path: str | Path, overrides: dict | None = None,
             if exc.path == field or exc.path.startswith((field + ".", field + "[")):
                 raise OptionError(option, exc.message) from None
         try:
-            _load_scenario(Path(path), None, streamed, allow_large)
+            _load_scenario(Path(path), None)
         except ScenarioError:
             raise exc from None  # the file is bad by itself
         given = ", ".join(f"{option} {_lookup(overrides, field)}" for field, option in options.items()
@@ -296,8 +289,7 @@ def _lookup(data: dict, field: str):
 SWEEP_KEYS = ("base", "parameters")
 
 
-def _load_scenario(path: Path, overrides: dict | None, streamed: bool | None = None,
-                   allow_large: bool = False) -> LoadedScenario:
+def _load_scenario(path: Path, overrides: dict | None) -> LoadedScenario:
     text, lines, data = read_document(path, "scenario")
     if all(k in data for k in SWEEP_KEYS) and "halls" not in data:
         raise ScenarioError("this is a sweep file (it has 'base' and 'parameters'), not a scenario; "
@@ -308,19 +300,17 @@ def _load_scenario(path: Path, overrides: dict | None, streamed: bool | None = N
             data[key] = {**data[key], **value}
         else:
             data[key] = value
-    return _validated(data, text, path, lines, layers, streamed, allow_large)
+    return _validated(data, text, path, lines, layers)
 
 
-def scenario_from_data(data: dict, path: str | Path, text: str = "", *, streamed: bool | None = None,
-                       allow_large: bool = False) -> LoadedScenario:
+def scenario_from_data(data: dict, path: str | Path, text: str = "") -> LoadedScenario:
     """Validate scenario data already in memory (built by a program rather than read from a
     file) exactly as :func:`load_scenario` validates a file. Relative paths in it resolve from
     ``path``'s folder; errors name ``path``, line 1 and the field path."""
-    return _validated(data, text, Path(path), {(): 1}, [], streamed, allow_large)
+    return _validated(data, text, Path(path), {(): 1}, [])
 
 
-def _validated(data: dict, text: str, path: Path, lines: dict, layers: list,
-               streamed: bool | None = None, allow_large: bool = False) -> LoadedScenario:
+def _validated(data: dict, text: str, path: Path, lines: dict, layers: list) -> LoadedScenario:
     where = _Layered(LoadedScenario(None, None, text, path, lines), layers)  # type: ignore[arg-type]
     try:
         scenario = Scenario.model_validate(data)
@@ -331,21 +321,6 @@ def _validated(data: dict, text: str, path: Path, lines: dict, layers: list,
     except CatalogError as exc:
         raise where.locate(FieldError(("catalog",) + exc.loc, exc.message)) from None
     loaded = LoadedScenario(scenario, catalog, text, path, lines)
-    if streamed is None:
-        streamed = scenario.output is not None and Path(scenario.output).suffix.lower() == ".zarr"
-    try:
-        estimate = resources.check(scenario, catalog, streamed=streamed, allow_large=allow_large)
-    except ValueError as exc:  # placed at what to change: the layout, the time or the recording
-        est = resources.estimate(scenario, catalog, streamed)
-        over = est.over()
-        if "devices" in over:
-            loc = ("halls",)
-        elif "steps" in over or "device_steps" in over:
-            loc = ("time",)
-        else:
-            loc = ("record",) if est.record_bytes > est.state_bytes else ("halls",)
-        raise loaded.locate(FieldError(loc, str(exc))) from None
-    loaded.estimate = estimate
     try:
         check_references(scenario, catalog, base=path.parent)
     except FieldError as exc:

@@ -61,10 +61,11 @@ def scenario_overrides(plan, variant) -> tuple[dict, str]:
 def check_variant(plan, variant) -> ScenarioError | None:
     """Validate one variant; its error (``str(err)`` is the one line), or None."""
     from twin.scenario import load_scenario
+    from twin.sim.resources import check_loaded
 
     overrides, _ = scenario_overrides(plan, variant)
     try:
-        load_scenario(plan.base, overrides)
+        check_loaded(load_scenario(plan.base, overrides), streamed=True)  # variants stream to Zarr
     except ScenarioError as exc:
         return exc
     return None

@@ -4,7 +4,9 @@ A scenario can ask for more than a machine has: ten million devices, a microseco
 day, a century at ten seconds recorded in memory. :func:`estimate` counts devices, steps and
 recorded samples from the scenario and the catalogue alone (arithmetic, no layout is expanded),
 and :func:`check` refuses a run above :data:`LIMITS` with one line stating the estimate — unless
-the caller confirms (``twin run --allow-large``).
+the caller confirms (``twin run --allow-large``). :func:`check_loaded` does it for a loaded
+scenario, placing the refusal at what to change (the layout, the time or the recording); the
+command line runs it right after loading, before anything is built.
 
 Memory model (measured on this project's 2-core x86_64 machine; see the README's "Limits"):
 
@@ -31,6 +33,10 @@ BYTES_PER_DEVICE = 2048
 BASE_BYTES = 300 * 2**20
 #: Share of physical memory a run may plan to use.
 MEMORY_SHARE = 0.75
+
+
+#: Components present only with a ``plant:`` (their variables are not recorded without one).
+PLANT_ONLY_WRITERS = {"PlantCdu"}
 
 
 def physical_memory() -> int:
@@ -127,7 +133,7 @@ def estimate(scenario: Scenario, catalog, streamed: bool = False) -> Estimate:
     streamed : bool
         The result is streamed to Zarr (bounded buffers) rather than kept in memory.
     """
-    from twin.sim.variables import PLANT_ONLY, VARIABLES
+    from twin.sim.variables import VARIABLES, writers
 
     per = _per_template(catalog)
     devices = sleds = racks = 0
@@ -156,7 +162,8 @@ def estimate(scenario: Scenario, catalog, streamed: bool = False) -> Estimate:
         every = max(1, int(round(interval / h_w)))
         n = substeps // every
         names = record.variables.get(group) or [
-            v for v in VARIABLES[group] if scenario.plant is not None or (group, v) not in PLANT_ONLY]
+            v for v in VARIABLES[group]
+            if scenario.plant is not None or set(writers(f"{group}.{v}")) - PLANT_ONLY_WRITERS]
         row = 8.0 * sizes[group] * len(names)
         samples += n
         if streamed:
@@ -187,3 +194,39 @@ def _limit(key: str) -> str:
     if key in ("devices", "steps"):
         return f"{value:,.0f}" if value < 1e7 else f"{value:.2g}"
     return f"{value:.2g}"
+
+
+def check_loaded(loaded, streamed: bool | None = None, allow_large: bool = False) -> Estimate:
+    """:func:`check` for a loaded scenario; the refusal is a ScenarioError at its file and line.
+
+    Parameters
+    ----------
+    loaded : twin.scenario.LoadedScenario
+        Its ``estimate`` is set.
+    streamed : bool, optional
+        The result is streamed (to ``.zarr``, or to a live view) rather than kept in memory.
+        Default: whether the scenario's ``output`` is a ``.zarr``.
+    allow_large : bool
+        Accept a run above :data:`LIMITS`.
+    """
+    from pathlib import Path
+
+    from twin.scenario.errors import FieldError
+
+    scenario, catalog = loaded.scenario, loaded.catalog
+    if streamed is None:
+        streamed = scenario.output is not None and Path(scenario.output).suffix.lower() == ".zarr"
+    try:
+        est = check(scenario, catalog, streamed=streamed, allow_large=allow_large)
+    except ValueError as exc:  # placed at what to change: the layout, the time or the recording
+        est = estimate(scenario, catalog, streamed)
+        over = est.over()
+        if "devices" in over:
+            loc = ("halls",)
+        elif "steps" in over or "device_steps" in over:
+            loc = ("time",)
+        else:
+            loc = ("record",) if est.record_bytes > est.state_bytes else ("halls",)
+        raise loaded.locate(FieldError(loc, str(exc))) from None
+    loaded.estimate = est
+    return est
