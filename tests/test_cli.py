@@ -53,6 +53,17 @@ def test_quickstart_matches_readme(tmp_path, monkeypatch):
     assert buf.getvalue().strip() == expected.strip()
 
 
+def test_training_swings_figures_match_readme(tmp_path):
+    """The training-swings rows the README shows are what `twin run … --duration 20min` prints."""
+    result = CliRunner().invoke(app, ["run", str(SCENARIOS / "training-swings.yaml"), "--duration", "20min",
+                                      "-o", str(tmp_path / "ts.nc"), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    block = README.split("`twin run scenarios/training-swings.yaml --duration 20min`", 1)[1]
+    want = _summary_rows(block.split("```text", 1)[1].split("```", 1)[0])
+    got = _summary_rows(result.stdout)
+    assert len(want) == 4 and {k: got.get(k) for k in want} == want
+
+
 @pytest.mark.parametrize("suffix", [".nc", ".zarr"])
 def test_run_writes_both_formats(tmp_path, suffix):
     out = tmp_path / f"gb300{suffix}"

@@ -8,8 +8,11 @@ other quantity in its SI base unit. Nothing inside the step loop touches pint.
 from __future__ import annotations
 
 import functools
+import math
 import sys
 from typing import Annotated
+
+from twin.text import excerpt
 
 #: Dimension name → (pint dimensionality, unit the SI float is stored in, UDUNITS label).
 DIMENSIONS: dict[str, tuple[str, str, str]] = {
@@ -84,15 +87,19 @@ class QuantityError(ValueError):
     """A quantity string that cannot be parsed or has the wrong dimension."""
 
 
-@functools.lru_cache(maxsize=4096)
+#: Longest quantity text read (characters): "1.5e3 L/min" needs a dozen; a cap keeps parsing
+#: linear (pint's and Python's number parsing grow faster than linearly with the digits).
+MAX_QUANTITY_CHARS = 100
+
+
 def parse_quantity(text: str | float | int, dimension: str) -> float:
-    """Parse a quantity and return it as an SI float (temperatures in degC).
+    """Parse a quantity and return it as a finite SI float (temperatures in degC).
 
     Parameters
     ----------
     text : str or number
         ``"1.2 kW"``, ``"32 degC"``, ``"1.5 L/min"``, ``"500 ms"``. A bare number is accepted
-        only for dimensionless quantities.
+        only for dimensionless quantities (and byte counts).
     dimension : str
         A key of :data:`DIMENSIONS`.
 
@@ -100,39 +107,68 @@ def parse_quantity(text: str | float | int, dimension: str) -> float:
     -------
     float
         The value in the stored unit of ``dimension``.
+
+    Raises
+    ------
+    QuantityError
+        Not a string or number (a list, a mapping), longer than :data:`MAX_QUANTITY_CHARS`,
+        unreadable, of the wrong dimension, or not finite (``nan``, ``inf``, a number too large
+        for a float). The message quotes at most a short excerpt of the text.
     """
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
+        kind = {list: "a list", dict: "a mapping", set: "a set", tuple: "a list", type(None): "nothing"}
+        raise QuantityError(f"expected a {dimension.replace('_', ' ')} such as "
+                            f"'{_example(dimension)}', got {kind.get(type(text), excerpt(text))}")
+    if isinstance(text, str) and len(text) > MAX_QUANTITY_CHARS:
+        raise QuantityError(f"{excerpt(text)} is too long for a quantity "
+                            f"(at most {MAX_QUANTITY_CHARS} characters)")
+    if isinstance(text, int) and abs(text) >= 2**1023:
+        raise QuantityError(f"{excerpt(text)} is too large")
+    value = _parse(text, dimension)
+    if not math.isfinite(value):
+        raise QuantityError(f"{excerpt(text)} is not a finite number")
+    if dimension == "temperature" and value < ABSOLUTE_ZERO_DEGC:
+        raise QuantityError(f"{excerpt(text)} is below absolute zero (-273.15 degC)")
+    return value
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse(text: str | float | int, dimension: str) -> float:
     dim, unit, _ = DIMENSIONS[dimension]
-    if isinstance(text, bool):
-        raise QuantityError(f"expected a {dimension.replace('_', ' ')}, got {text!r}")
     if isinstance(text, (int, float)):
         if dim == "[]":
             return float(text)
         raise QuantityError(
-            f"{text!r} has no unit; write it with one, e.g. '{text} {_example_unit(dimension)}'"
+            f"{excerpt(text)} has no unit; write it with one, e.g. '{text} {_example_unit(dimension)}'"
         )
-    if not isinstance(text, str) or not text.strip():
+    if not text.strip():
         raise QuantityError(f"expected a {dimension.replace('_', ' ')} such as '{_example(dimension)}'")
     ureg = registry()
     try:
         q = ureg.Quantity(text.strip())
     except Exception as exc:  # pint raises several unrelated types for bad text
-        raise QuantityError(f"cannot read {text!r} as a quantity ({type(exc).__name__})") from None
+        raise QuantityError(f"cannot read {excerpt(text)} as a quantity ({type(exc).__name__})") from None
     if not isinstance(q, ureg.Quantity):
         q = ureg.Quantity(q)
     if dimension == "temperature_difference" and q.units in (ureg.degC, ureg.degF):
         q = ureg.Quantity(q.magnitude, "delta_" + str(q.units))
     if q.dimensionless and dim != "[]":
+        shown = text.strip() if len(text.strip()) <= 20 and excerpt(text.strip())[1:-1] == text.strip() else "1"
         raise QuantityError(
-            f"{text!r} has no unit; write it with one, e.g. '{text.strip()} {_example_unit(dimension)}'"
+            f"{excerpt(text)} has no unit; write it with one, e.g. '{shown} {_example_unit(dimension)}'"
         )
     if not q.check(dim):
         raise QuantityError(
-            f"{text!r} is not a {dimension.replace('_', ' ')} (expected units like "
+            f"{excerpt(text)} is not a {dimension.replace('_', ' ')} (expected units like "
             f"'{_example_unit(dimension)}', got '{q.units:~}')"
         )
-    if dim == "[]":
+    try:
+        if not q.units._units:  # a plain number where a count is wanted (bytes, a ratio)
+            return float(q.magnitude)
+        # pint counts information in bits: name the stored unit (byte, byte/s), not base units.
         return float(q.to(unit or "dimensionless").magnitude)
-    return float(q.to(unit).magnitude)
+    except (OverflowError, TypeError, ValueError):
+        raise QuantityError(f"{excerpt(text)} is not a finite number") from None
 
 
 _EXAMPLES = {
@@ -184,17 +220,23 @@ FIELD_EXAMPLES = {
     "power_rate": "200 W/s",
     "rate": "2.5 1/s",
     "volume": "10 m**3",
-    "bytes": "2 GB",
+    "bytes": "8 MiB",
 }
 
 
-def quantity(dimension: str, *, positive: bool = False, non_negative: bool = False):
+def quantity(dimension: str, *, positive: bool = False, non_negative: bool = False,
+             limit: str | None = None):
     """A pydantic float field parsed from a string with units of ``dimension`` (SI inside).
 
     ``quantity("power", positive=True)`` accepts ``"1.2 kW"``, checks the dimension with pint and
-    stores watts; its JSON Schema shows an example. Used by the scenario models and the plant
-    section (:mod:`twin.scenario.model`, :mod:`twin.cooling.config`).
+    stores watts; its JSON Schema shows an example. With ``limit`` the value must also lie in
+    ``twin.limits.LIMITS[limit]``. Used by the scenario models and the plant section
+    (:mod:`twin.scenario.model`, :mod:`twin.cooling.config`).
     """
+    from twin.limits import LIMITS, check_limit
+
+    if limit is not None and limit not in LIMITS:
+        raise KeyError(f"no limit named {limit!r}")
 
     def parse(value):
         try:
@@ -202,9 +244,11 @@ def quantity(dimension: str, *, positive: bool = False, non_negative: bool = Fal
         except QuantityError as exc:
             raise ValueError(str(exc)) from None
         if positive and not si > 0:
-            raise ValueError(f"must be positive, got {value!r}")
+            raise ValueError(f"must be positive, got {excerpt(value)}")
         if non_negative and not si >= 0:
-            raise ValueError(f"must not be negative, got {value!r}")
+            raise ValueError(f"must not be negative, got {excerpt(value)}")
+        if limit is not None:
+            check_limit(limit, si, value)
         return si
 
     from pydantic import BeforeValidator, WithJsonSchema
@@ -226,5 +270,7 @@ RHO_WATER = 995.6
 CP_AIR = 1006.0
 #: Density of air at 25 degC, 101.325 kPa [kg m-3] (ideal gas: 1.184 kg/m3).
 RHO_AIR = 1.184
+#: Absolute zero [degC] (the kelvin's definition, SI Brochure 9th ed.).
+ABSOLUTE_ZERO_DEGC = -273.15
 SECONDS_PER_HOUR = 3600.0
 JOULES_PER_KWH = 3.6e6

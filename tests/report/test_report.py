@@ -50,7 +50,7 @@ def test_report_on_quickstart_writes_pngs_and_html(quickstart_result, tmp_path):
     assert page.startswith("<!DOCTYPE html>")
     assert sorted(re.findall(r"<img src='([^']+)'", page)) == sorted(f"{s}.png" for s in RUN_PLOTS)
     # The KPI table, with values formatted in their units.
-    assert "<th>pue</th>" in page and "<th>p_facility_peak_W</th>" in page and " kW</td>" in page
+    assert "<th>pue</th>" in page and "<th>p_facility_peak</th>" in page and " kW</td>" in page
     assert "Not shown (no data in this result): Job throughput" in page
 
 
@@ -128,3 +128,67 @@ def test_report_bad_input_is_one_line_exit_2(tmp_path, name, message):
     result = CliRunner().invoke(app, ["report", str(path), "-o", str(tmp_path / "r")])
     assert result.exit_code == 2, result.output
     assert len(result.output.strip().splitlines()) == 1 and message in result.output, result.output
+
+
+def _captured(monkeypatch):
+    """Figures the plot functions would save, kept for inspection instead."""
+    from twin.report import plots
+
+    figs = []
+    monkeypatch.setattr(plots, "_save", lambda fig, path: figs.append(fig) or path)
+    return figs
+
+
+def test_kpi_table_labels_carry_no_unit_the_value_does_not_show(quickstart_result, tmp_path):
+    """Energies are shown in kWh/MWh, so their label drops the `_J` suffix; a per-joule KPI is
+    not mistaken for an energy."""
+    import re
+
+    from twin.report.plots import format_value
+
+    page = write_report(quickstart_result, tmp_path / "r").read_text()
+    rows = re.findall(r"<tr><th>([^<]+)</th><td>([^<]+)</td></tr>", page)
+    assert rows
+    energy = [(k, v) for k, v in rows if v.endswith("Wh")]
+    assert energy and all(not k.endswith("_J") for k, _ in energy), energy
+    assert any(k == "energy_it" for k, _ in energy)
+    assert format_value("job_llm_tokens_per_J", 2.5) == "2.5 J-1"
+    assert format_value("energy_it_J", 7.2e6) == "2.00 kWh"
+
+
+def test_jobs_plot_never_puts_different_units_on_one_axis(monkeypatch, tmp_path):
+    import numpy as np
+    import xarray as xr
+
+    from twin.report.plots import plot_jobs
+
+    t = np.arange(5.0)
+    job = xr.Dataset(
+        {"throughput": (("time", "job"), np.ones((5, 3))), "progress": (("time", "job"), np.ones((5, 3)))},
+        coords={"time": t, "job": ["train", "serve", "batch"],
+                "job_kind": ("job", ["training", "inference", "cpu"])})
+    tree = xr.DataTree.from_dict({"/job": job})
+    figs = _captured(monkeypatch)
+    assert plot_jobs(tree, tmp_path / "jobs.png") is not None
+    (fig,) = figs
+    by_label = {ax.get_ylabel(): [ln.get_label() for ln in ax.lines] for ax in fig.axes}
+    assert by_label == {
+        "throughput [iterations/s]": ["train"], "progress [iterations]": ["train"],
+        "throughput [output tokens/s]": ["serve"], "progress [requests completed]": ["serve"],
+        "throughput [device-s at full clock per s]": ["batch"], "progress [device-s at full clock]": ["batch"],
+    }
+
+
+def test_sweep_power_plot_title_says_envelope_when_it_draws_one(monkeypatch, tmp_path):
+    import numpy as np
+    import xarray as xr
+
+    from twin.report.plots import MAX_LINES, plot_sweep_facility
+
+    for n, expected in ((3, "Facility power of each variant"),
+                        (MAX_LINES + 1, f"Facility power across {MAX_LINES + 1} variants (min–max and mean)")):
+        fac = xr.Dataset({"p_facility": (("scenario", "time"), np.full((n, 4), 1e5))},
+                         coords={"scenario": np.arange(n), "time": np.arange(4.0)})
+        figs = _captured(monkeypatch)
+        plot_sweep_facility(xr.DataTree.from_dict({"/facility": fac}), tmp_path / "s.png")
+        assert figs[0].get_suptitle().startswith(expected)

@@ -49,7 +49,7 @@ CASES = [
      "      cooling: air\n      tdp: {value: 5 kg, source: estimate}\n", 24,
      "catalog.chips.x.tdp", r"'5 kg' is not a power"),
     ("negative-flow", GOOD.replace("cdu: c1\n", "cdu: c1\n            coolant_flow: -5 L/min\n"), 15,
-     "halls[0].rows[0].racks[0].coolant_flow", r"must not be negative"),
+     "halls[0].rows[0].racks[0].coolant_flow", r"must be positive"),
     ("missing-field", GOOD.replace("            template: gb300-nvl72\n", ""), 12,
      "halls[0].rows[0].racks[0].template", r"required field is missing"),
     ("misspelled-key", GOOD.replace("  duration: 10 s", "  duraton: 10 s"), 3, "time.duraton",

@@ -12,16 +12,14 @@ from twin.scenario import load_scenario
 from twin.sim.driver import Simulation
 
 
-def test_streamed_zarr_equals_in_memory(tmp_path, monkeypatch):
+def test_streamed_zarr_equals_in_memory(tmp_path):
     over = {"time": {"duration": "10 min"}, "record": {"device": "10 s", "sled": "1 s"}}
     mem = Simulation(load_scenario(SCENARIOS / "quickstart.yaml", over))
     mem.run()
     expected = build_tree(mem)
 
     # Buffers of a few kB: many appends, and a partial last one.
-    from twin.sim import recorder as rec_mod
-
-    monkeypatch.setattr(rec_mod.Recorder.__init__, "__defaults__", (None, 23 * 8 * 2 * 11))  # sink, buffer_bytes
+    over["record"]["buffer"] = f"{23 * 8 * 2 * 11} B"
     stream = ZarrStream(tmp_path / "q.zarr")
     sim = Simulation(load_scenario(SCENARIOS / "quickstart.yaml", over), sink=stream)
     assert sim.recorder.groups["rack"].capacity == 23  # 2 racks × 11 variables × 8 bytes × 23

@@ -179,7 +179,7 @@ def test_extended_sweep_runs_only_new_variants_and_cli(tmp_path):
     second = write_sweep(tmp_path, [{"path": "site.facility_water_supply",
                                      "values": ["26 degC", "30 degC", "34 degC", "hot"]}])
     r2 = runner.invoke(app, ["sweep", str(second), "-o", str(out), "--workers", "0"])
-    assert r2.exit_code == 0, r2.output
+    assert r2.exit_code == 1, r2.output  # a variant failed: the exit code says so
     assert "4 variants: 1 runs, 2 already done, 1 failed" in r2.output
     assert "variant 3: " in r2.output and "site.facility_water_supply" in r2.output
     assert len(list(variants_dir(out).glob("*.zarr"))) == 3

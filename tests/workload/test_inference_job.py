@@ -108,3 +108,16 @@ def test_bad_trace_is_one_line_exit_2(tmp_path, rows, line, message):
     assert lines[0].startswith(f"{scenario}:29: jobs[0].trace: ")
     assert f"bad.csv:{line}:" in lines[0] and message in lines[0]
     assert not (tmp_path / "x.nc").exists()
+
+
+def test_trace_that_ends_before_the_run_is_a_warning(tmp_path):
+    """A trace whose last request arrives at 20 s of a 60 s run says so (no requests after)."""
+    trace = tmp_path / "short.csv"
+    pd.DataFrame({"TIMESTAMP": [0.0, 10.0, 20.0], "ContextTokens": 64, "GeneratedTokens": 8}).to_csv(trace, index=False)
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(TRACE.read_text())
+    over = {"time": {"duration": "1 min"}, "record": {"device": "off"},
+            "jobs": [{"kind": "inference", "name": "d", "devices": {"kind": "trn3", "count": 16},
+                      "replica_size": 2, "model": {"params": 70e9}, "trace": str(trace)}]}
+    _, tree = _run(scenario, over)
+    assert "job d: its trace's last request arrives at 20 s of a 60 s run (no requests after)" in tree.attrs["warnings"]

@@ -65,6 +65,44 @@ def test_replay_holds_each_sample(tmp_path):
         assert float(tree["device"]["u"].isel(device=1).max()) == 0.0  # not in the file: idle
 
 
+def test_replay_finer_than_the_step_is_averaged_not_sampled(tmp_path):
+    """Samples every 0.5 s alternating 0 and 1 give a step mean of exactly 0.5 at a 1 s step (a
+    point sample would give 0 or 1); a sample at 10.5 s splits step 10 half and half. A file that
+    ends before the run is a warning (its last value is held)."""
+    sim0 = Simulation(load_scenario(QUICK, {"time": {"duration": "1 min"}}))
+    assert sim0.h_w == 1.0
+    dev = sim0.system.device_name[0]
+    t = np.arange(0.0, 10.0, 0.5)
+    table = pd.DataFrame({"time": [*t, 10.5, 30.0], "device": [dev] * (len(t) + 2),
+                          "u": [*(np.arange(len(t)) % 2), 0.8, 0.3]})
+    path = tmp_path / "u.csv"
+    table.to_csv(path, index=False)
+    scen = tmp_path / "s.yaml"
+    scen.write_text(QUICK.read_text())
+    over = {"time": {"duration": "1 min"}, "workload": [{"replay": path.name}], "record": {"device": "1 s"}}
+    _, tree = _run(over, scen)
+    u = tree["device"]["u"].sel(device=dev).values
+    np.testing.assert_allclose(u[:10], 0.5, rtol=0, atol=1e-12)
+    # step 10 is [10, 11): 0.5 s of the last 0/1 sample (t = 9.5, u = 1) held, then 0.5 s of 0.8
+    np.testing.assert_allclose(u[10], 0.5 * 1.0 + 0.5 * 0.8, atol=1e-12)
+    np.testing.assert_allclose(u[11:30], 0.8, atol=1e-12)
+    np.testing.assert_allclose(u[30:], 0.3, atol=1e-12)
+    assert "replay file u.csv ends at 30 s of a 60 s run: its last values are held" in tree.attrs["warnings"]
+
+
+def test_replay_time_that_is_not_seconds_is_one_line(tmp_path):
+    from twin.scenario import ScenarioError
+
+    sim0 = Simulation(load_scenario(QUICK, {"time": {"duration": "1 min"}}))
+    dev = sim0.system.device_name[0]
+    path = tmp_path / "u.csv"
+    pd.DataFrame({"time": [0.0, "2026-01-01T00:00"], "device": [dev] * 2, "u": [0.1, 0.2]}).to_csv(path, index=False)
+    scen = tmp_path / "s.yaml"
+    scen.write_text(QUICK.read_text())
+    with pytest.raises(ScenarioError, match=r"line 3: time must be a number of seconds >= 0"):
+        Simulation(load_scenario(scen, {"workload": [{"replay": path.name}]}))
+
+
 def test_ramp_limit_bounds_every_power_step():
     """A 100 W/s ramp limit: no chip's power changes by more than 10 W between 100 ms sub-steps."""
     jobs = [{"kind": "training", "name": "a", "devices": {"kind": "trn3"}, "iteration_time": "2 s",

@@ -291,6 +291,8 @@ class Sled(Entry):
     air_flow: VolumeFlow = Field(description="design air flow through the sled")
     coolant_volume: Volume = Field(description="coolant held in the sled's cold plates and hoses")
     c_chassis: HeatCapacity = Field(description="chassis and boards that the exhaust air node sees")
+    fabric: dict[str, str] = Field({}, description="accelerator chip → the scale-up fabric joining those chips "
+                                   "of the sled into one domain (an HGX board's NVLink); overrides the rack's")
 
 
 class Coefficients(_Strict):
@@ -649,6 +651,8 @@ class Catalog(_Strict):
         for name, sled in self.sleds.items():
             for chip in sled.devices:
                 check(("sleds", name, "devices", chip), chip, "chips")
+            for chip, fabric in sled.fabric.items():
+                check(("sleds", name, "fabric", chip), fabric, "fabrics", scale_up)
         for name, rack in self.racks.items():
             check(("racks", name, "power_shelf"), rack.power_shelf, "power_shelves")
             for sled in rack.sleds:
@@ -683,16 +687,19 @@ class Catalog(_Strict):
     def _domain_errors(self) -> list[tuple[tuple, str]]:
         """Scale-up domains larger than their fabric allows, or naming chips they do not hold."""
         out = []
-        for kind in ("racks", "systems"):
+        for kind in ("sleds", "racks", "systems"):
             for name, entry in getattr(self, kind).items():
-                members = [name] if kind == "racks" else entry.racks
-                if not all(r in self.racks and all(s in self.sleds for s in self.racks[r].sleds)
-                           for r in members):
-                    continue  # reported as an unknown reference
                 held: dict[str, int] = {}
-                for r in members:
-                    for chip, n in self.chips_in(r).items():
-                        held[chip] = held.get(chip, 0) + n
+                if kind == "sleds":
+                    held = {chip: n.value for chip, n in entry.devices.items()}
+                else:
+                    members = [name] if kind == "racks" else entry.racks
+                    if not all(r in self.racks and all(s in self.sleds for s in self.racks[r].sleds)
+                               for r in members):
+                        continue  # reported as an unknown reference
+                    for r in members:
+                        for chip, n in self.chips_in(r).items():
+                            held[chip] = held.get(chip, 0) + n
                 for chip, fabric in entry.fabric.items():
                     loc = (kind, name, "fabric", chip)
                     if chip not in held:

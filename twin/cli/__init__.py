@@ -108,7 +108,15 @@ app.command(name="calibrate")(calibrate_command)
 
 
 def main():
-    app()
+    try:
+        app()
+    finally:
+        # The command is over: a SIGINT or SIGTERM now (while the interpreter shuts down) has
+        # nothing left to stop, and must not turn a finished command into a death by signal.
+        import signal
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
 
 
 __all__ = ["app", "main"]

@@ -31,7 +31,7 @@ class _Console(Console):
     """A rich console that wraps only on a terminal; plain text (no markup, no highlighting)."""
 
     def __init__(self, **kwargs):
-        super().__init__(markup=False, highlight=False, **kwargs)
+        super().__init__(markup=False, highlight=False, emoji=False, **kwargs)
 
     def print(self, *objects, **kwargs):
         if all(isinstance(o, str) for o in objects):  # a line of text: never broken by rich
@@ -62,10 +62,16 @@ def fail(message: str, code: int = EXIT_BAD_INPUT):
     raise typer.Exit(code)
 
 
-def load(scenario: Path, duration=None, step=None, seed=None, record=None):
-    """Load a scenario with the command-line overrides; a bad option is blamed on the option."""
+def load(scenario: Path, duration=None, step=None, seed=None, record=None, *, output: Path | None = None,
+         streamed: bool | None = None, allow_large: bool = False):
+    """Load a scenario with the command-line overrides; a bad option is blamed on the option.
+
+    ``output`` (the ``-o`` of ``twin run``) or ``streamed`` tell the resource estimate whether
+    the result is kept in memory; ``allow_large`` confirms a run above its limits.
+    """
     from twin.scenario import load_scenario
     from twin.scenario.model import GROUPS
+    from twin.sim.resources import check_loaded
 
     overrides, options = {}, {}
     if record:
@@ -88,7 +94,11 @@ def load(scenario: Path, duration=None, step=None, seed=None, record=None):
         overrides["seed"] = seed
         options["seed"] = "--seed"
     try:
-        return load_scenario(scenario, overrides, options)
+        if streamed is None and output is not None:
+            streamed = Path(output).suffix.lower() == ".zarr"
+        loaded = load_scenario(scenario, overrides, options)
+        check_loaded(loaded, streamed=streamed, allow_large=allow_large)  # before anything is built
+        return loaded
     except ScenarioError as exc:
         fail(str(exc))
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -10,6 +9,7 @@ import typer
 
 from twin.cli.common import EXIT_INTERRUPTED, Progress, err, fail, load, out
 from twin.cli.summary import summary_table
+from twin.export.interrupts import StopRequests
 from twin.scenario.errors import ScenarioError
 
 
@@ -28,6 +28,8 @@ def run(
         "--progress/--no-progress",
         help="Progress on long runs: a bar on a terminal; --progress also prints a line every 10 s "
              "when stderr is not a terminal (default: only on a terminal).")] = None,
+    allow_large: Annotated[bool, typer.Option(
+        "--allow-large", help="Run even when the resource estimate is above the limits (README: Limits).")] = False,
 ):
     """Run a scenario and write its dataset; print a summary."""
     from twin.export.dataset import build_tree, run_warnings, summary
@@ -37,7 +39,7 @@ def run(
 
     if solver not in INTEGRATORS:
         fail(f"--solver: unknown '{solver}' (known: {', '.join(INTEGRATORS)})")
-    loaded = load(scenario, duration, step, seed, record)
+    loaded = load(scenario, duration, step, seed, record, output=output, allow_large=allow_large)
     path = output or Path(loaded.scenario.output or f"out/{loaded.scenario.name}.nc")
     try:
         output_format(path)
@@ -47,45 +49,47 @@ def run(
         from twin.scenario.errors import FieldError
 
         fail(str(loaded.locate(FieldError(("output",), f"{path}: {exc}"))))
-    stream = ZarrStream(path) if output_format(path) == "zarr" else None
-    try:
-        sim = Simulation(loaded, solver=solver, sink=stream)
-    except ScenarioError as exc:
-        fail(str(exc))
-    except KeyboardInterrupt:
-        fail("interrupted before the run started; nothing written", EXIT_INTERRUPTED)
-    bar = Progress.choose(loaded.scenario.name, sim.h, progress)
-    interrupted = False
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
-    try:
-        sim.run(progress=bar)
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        bar.close()
-        signal.signal(signal.SIGTERM, previous)
-    try:
-        if stream is not None:
-            stream.finish(interrupted)
-        else:
-            write_tree(build_tree(sim, interrupted=interrupted), path)
-    except BaseException:
-        if stream is not None:
-            stream.abort()
-        raise
-    if openmetrics is not None:
-        import twin
-        from twin.export.openmetrics import write_openmetrics
+    with StopRequests() as stop:
+        try:
+            stream = ZarrStream(path) if output_format(path) == "zarr" else None
+            sim = Simulation(loaded, solver=solver, sink=stream)
+        except ScenarioError as exc:
+            fail(str(exc))
+        except KeyboardInterrupt:
+            fail("interrupted before the run started; nothing written", EXIT_INTERRUPTED)
+        bar = Progress.choose(loaded.scenario.name, sim.h, progress)
+        try:
+            try:
+                sim.run(progress=bar)
+            finally:
+                stop.disarm()  # from here on a signal is honoured after the final write
+                bar.close()
+        except KeyboardInterrupt:
+            pass
+        # The data stops early if the run did not reach its end.
+        interrupted = sim.step_index < sim.n_steps
+        try:
+            if stream is not None:
+                stream.finish(interrupted)
+            else:
+                write_tree(build_tree(sim, interrupted=interrupted), path)
+        except Exception as exc:
+            if stream is not None:
+                stream.abort()
+            fail(f"{path}: could not write the result ({type(exc).__name__}: {exc}); nothing written", 1)
+        if openmetrics is not None:
+            import twin
+            from twin.export.openmetrics import write_openmetrics
 
-        write_openmetrics(twin.load(path), openmetrics)
-    out.print(summary_table(summary(sim), path, interrupted))
-    for text in run_warnings(sim):  # one unwrapped line each, after the table
-        out.print(f"warning: {text}", soft_wrap=True, markup=False, highlight=False)
-    if interrupted:
-        err.print(f"interrupted at {sim.time:,.0f} s of {sim.n_steps * sim.h:,.0f} s; "
-                  f"the completed part is in {path}")
-        raise typer.Exit(EXIT_INTERRUPTED)
-
-
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt
+            write_openmetrics(twin.load(path), openmetrics)
+        out.print(summary_table(summary(sim), path, interrupted))
+        for text in run_warnings(sim):  # one unwrapped line each, after the table
+            out.print(f"warning: {text}", soft_wrap=True, markup=False, highlight=False)
+        if interrupted:
+            err.print(f"interrupted at {sim.time:,.0f} s of {sim.n_steps * sim.h:,.0f} s; "
+                      f"the completed part is in {path}", markup=False, highlight=False)
+            raise typer.Exit(EXIT_INTERRUPTED)
+        if stop.requested:
+            err.print(f"interrupted while writing; the run was complete and its result is in {path}",
+                      markup=False, highlight=False)
+            raise typer.Exit(EXIT_INTERRUPTED)

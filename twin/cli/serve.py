@@ -12,8 +12,8 @@ from typing import Annotated
 import typer
 
 from twin.cli.common import fail, load
-from twin.export.server import (DEFAULT_PORT, EXIT_RUN_FAILED, POLL_SECONDS, LiveRun, MetricsApp,
-                                live_simulation, make_http_server, parse_speed)
+from twin.export.server import (DEFAULT_PORT, EXIT_RUN_FAILED, IDLE_TIMEOUT, POLL_SECONDS, WORKERS,
+                                LiveRun, MetricsApp, live_simulation, make_http_server, parse_speed)
 
 
 def serve(
@@ -26,6 +26,9 @@ def serve(
         "--devices/--no-devices",
         help="Device- and sled-level series (default: only below 2,000 devices).")] = None,
     dcgm: Annotated[bool, typer.Option("--dcgm", help="Also DCGM-compatible series for NVIDIA GPUs.")] = False,
+    workers: Annotated[int, typer.Option(help="Threads answering requests.")] = WORKERS,
+    idle_timeout: Annotated[float, typer.Option(
+        help="Seconds a connection may stay open without sending a request.")] = IDLE_TIMEOUT,
 ):
     """Run a scenario live and serve Prometheus metrics on /metrics (Ctrl-C to stop)."""
     from twin.export.prometheus import make_registry
@@ -35,9 +38,13 @@ def serve(
         pace = parse_speed(speed)
     except ValueError as exc:
         fail(str(exc))
-    loaded = load(scenario)
+    if not 1 <= workers <= 256:
+        fail(f"--workers: expected 1 to 256, got {workers}")
+    if not 0 < idle_timeout <= 86400:
+        fail(f"--idle-timeout: expected more than 0 and at most 86400 seconds, got {idle_timeout:g}")
+    loaded = load(scenario, streamed=True)
     try:  # the port before the simulation is built: a busy port is reported at once
-        httpd = make_http_server(host, port, None)
+        httpd = make_http_server(host, port, None, workers=workers, idle_timeout=idle_timeout)
     except OSError as exc:
         why = "address already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
         hint = " (another twin serve or exporter? choose another --port)" if exc.errno == errno.EADDRINUSE else ""
@@ -51,7 +58,8 @@ def serve(
         httpd.server_close()
         raise typer.Exit(0) from None
     run = LiveRun(loaded, sim, speed=pace, loop=loop)
-    httpd.set_app(MetricsApp(run, make_registry(run, devices=devices, dcgm=dcgm)))
+    app = MetricsApp(run, make_registry(run, devices=devices, dcgm=dcgm))
+    httpd.set_app(app)
 
     stop = threading.Event()
 
@@ -82,6 +90,7 @@ def serve(
         run.stop()
         httpd.shutdown()
         httpd.server_close()
+        app.close()
         run.join(timeout=10)
         for s, handler in previous.items():
             signal.signal(s, handler)

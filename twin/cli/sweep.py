@@ -11,6 +11,9 @@ from twin.cli.common import EXIT_INTERRUPTED, err, fail, out
 from twin.scenario.errors import ScenarioError
 from twin.sweep.run import DEFAULT_KPIS, check_plan, run_sweep, summary_table, variants_dir
 
+#: Exit code when the sweep ran but at least one variant failed (its row says why).
+EXIT_VARIANT_FAILED = 1
+
 
 def sweep_command(
     sweep: Annotated[Path, typer.Argument(help="Sweep YAML file (base scenario + parameters).")],
@@ -23,7 +26,11 @@ def sweep_command(
     duration: Annotated[Optional[str], typer.Option(help="Override every variant's run length, e.g. '24 h'.")] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
 ):
-    """Run a parameter sweep on Dask and combine the variants along a `scenario` dimension."""
+    """Run a parameter sweep on Dask and combine the variants along a `scenario` dimension.
+
+    Exit 0 when every variant ran, 1 when any failed (the combined result is still written,
+    with an error row for each), 2 for a bad sweep file, 130 when interrupted.
+    """
     from twin.extras import MissingExtra
     from twin.sweep.spec import load_sweep
 
@@ -99,6 +106,8 @@ def sweep_command(
         known = ", ".join(k for k in root.data_vars)
         err.print(f"{sweep}: kpis: {', '.join(missing)} not produced by any variant (known: {known})",
                   markup=False, highlight=False, soft_wrap=True)
+    if result.n_failed:
+        raise typer.Exit(EXIT_VARIANT_FAILED)
 
 
 class Bar:

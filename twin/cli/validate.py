@@ -11,7 +11,13 @@ from twin.cli.common import duration_text, fail, load, out
 from twin.report.diagnostics import plural
 
 
-def validate(scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")]):
+def validate(
+    scenario: Annotated[Path, typer.Argument(help="Scenario YAML file.")],
+    allow_large: Annotated[bool, typer.Option(
+        "--allow-large", help="Accept a scenario above the resource limits (README: Limits).")] = False,
+    estimate: Annotated[bool, typer.Option(
+        "--estimate", help="Also print the run's resource estimate (devices × steps, memory).")] = False,
+):
     """Check a scenario without running it (exit 0, or 2 with the error)."""
     import numpy as np
 
@@ -21,7 +27,7 @@ def validate(scenario: Annotated[Path, typer.Argument(help="Scenario YAML file."
 
     from twin.sim.variables import check_recorded
 
-    loaded = load(scenario)
+    loaded = load(scenario, allow_large=allow_large)
     system = build_system(loaded.scenario, loaded.catalog)
     try:
         check_recorded(loaded.scenario)
@@ -40,6 +46,8 @@ def validate(scenario: Annotated[Path, typer.Argument(help="Scenario YAML file."
     out.print(f"{scenario}: ok — {plural(system.n_racks, 'rack')}, {plural(system.sled_name.size, 'sled')}, "
               f"{plural(system.n_devices, 'device')}, {duration_text(sc.time.duration)} at "
               f"{duration_text(sc.time.step)} steps")
+    if estimate:
+        out.print(f"estimate: {loaded.estimate.text()}")
     if workload.jobs is not None:
         for text in workload.jobs.warnings(0.0):  # jobs that can never be placed
             out.print(f"warning: {text}", soft_wrap=True, markup=False, highlight=False)

@@ -22,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from twin.cooling.cdu_pumps import CduPumps
-from twin.sim.component import Component, Var, step_mean
+from twin.cooling.config import COOLING_MODES
+from twin.sim.component import Component, Control, Var, step_mean
 from twin.sim.events import cdu_targets
 from twin.units import CP_WATER, RHO_WATER
 
@@ -55,6 +56,23 @@ PLANT_FACILITY_VARS = (
 )
 CDU_EVENTS = ("cdu_pump_trip", "cdu_failure", "setpoint_change")
 
+#: Facility-water supply temperatures of the ASHRAE TC9.9 liquid-cooling classes W17 … W45
+#: [degC] (ASHRAE TC9.9, "Liquid Cooling Guidelines for Datacom Equipment Centers", 2nd ed.,
+#: classes W17, W27, W32, W40, W45): the range a facility-water set-point is offered in.
+FACILITY_WATER_RANGE = (17.0, 45.0)
+#: CDU secondary supply set-point range [degC] (estimate: the W17–W45 facility-water span plus
+#: up to 5 K of heat-exchanger approach, the top of the catalogue's 2–12 K approaches for
+#: liquid-to-liquid units).
+CDU_SUPPLY_RANGE = (17.0, 50.0)
+#: Cold-aisle set-point range [degC]: the ASHRAE TC9.9 (2021) allowable range of class A1.
+COLD_AISLE_RANGE = (15.0, 32.0)
+T_SUPPLY_SET = Control("cdu", "t_supply_set", "degC", "secondary supply temperature set-point",
+                       *CDU_SUPPLY_RANGE)
+T_FACILITY_SUPPLY_SET = Control("facility", "t_facility_supply_set", "degC",
+                                "facility-water supply temperature set-point", *FACILITY_WATER_RANGE)
+T_COLD_AISLE_SET = Control("facility", "t_cold_aisle_set", "degC", "cold-aisle (CRAH) set-point",
+                           *COLD_AISLE_RANGE)
+
 
 class SimpleCdu(Component):
     """CDUs fed by facility water at a constant temperature (no plant model).
@@ -82,6 +100,7 @@ class SimpleCdu(Component):
     inputs = ("cdu.flow", "cdu.q_in")
     outputs = (P_PUMP, Q, P_COOLING, T_FACILITY_SUPPLY, T_SUPPLY_NEXT, FLOW_FACTOR, T_COLD_AISLE_NEXT)
     events = CDU_EVENTS
+    controls = (T_SUPPLY_SET,)
     phase = "integration"
 
     def __init__(self, system, t_facility: float, t_cold_aisle: float, pumps: CduPumps):
@@ -135,6 +154,18 @@ class SimpleCdu(Component):
         self._boundaries()
         return True
 
+    def control(self, key: str) -> np.ndarray:
+        if key == T_SUPPLY_SET.key:
+            return self.setpoint.copy()
+        return super().control(key)
+
+    def set_control(self, key: str, values) -> None:
+        if key != T_SUPPLY_SET.key:
+            super().set_control(key, values)
+        self.setpoint[:] = values
+        if self.state is not None:
+            self._boundaries()
+
 
 class PlantCdu(Component):
     """The CDU bank of the facility cooling plant, with the rest of the plant behind it.
@@ -158,6 +189,9 @@ class PlantCdu(Component):
     outputs = (P_PUMP, Q, VALVE, P_COOLING, T_FACILITY_SUPPLY, T_SUPPLY_NEXT, FLOW_FACTOR,
                T_COLD_AISLE_NEXT, *PLANT_FACILITY_VARS)
     events = CDU_EVENTS + ("chiller_trip", "dry_cooler_fan_failure", "utility_outage")
+    controls = (T_SUPPLY_SET, T_FACILITY_SUPPLY_SET, T_COLD_AISLE_SET,
+                Control("facility", "cooling_mode", "1", "cooling mode of the facility plant",
+                        0, len(COOLING_MODES) - 1, choices=COOLING_MODES))
     phase = "integration"
 
     def __init__(self, plant, every: int, system):
@@ -231,6 +265,31 @@ class PlantCdu(Component):
         if self.state is not None:
             self._boundaries()
         return True
+
+    def control(self, key: str) -> np.ndarray:
+        plant = self.plant
+        values = {"cdu.t_supply_set": lambda: self.setpoint.copy(),
+                  "facility.t_facility_supply_set": lambda: np.array([plant.t_set]),
+                  "facility.t_cold_aisle_set": lambda: np.array([plant.t_cold_aisle_set]),
+                  "facility.cooling_mode": lambda: np.array([COOLING_MODES.index(plant.mode)])}
+        if key not in values:
+            return super().control(key)
+        return values[key]()
+
+    def set_control(self, key: str, values) -> None:
+        plant, values = self.plant, np.asarray(values)
+        if key == "cdu.t_supply_set":
+            self.setpoint[:] = values
+            for i, v in enumerate(self.setpoint):
+                plant.set_setpoint(cdu_supply=float(v), cdu=i)
+        elif key == "facility.t_facility_supply_set":
+            plant.set_setpoint(facility_water_supply=float(values.reshape(-1)[0]))
+        elif key == "facility.t_cold_aisle_set":
+            plant.set_setpoint(cold_aisle=float(values.reshape(-1)[0]))
+        elif key == "facility.cooling_mode":
+            plant.mode = COOLING_MODES[int(values.reshape(-1)[0])]
+        else:
+            super().set_control(key, values)
 
     @property
     def water(self) -> float:

@@ -20,28 +20,24 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from twin.units import quantity as _quantity
 
-Temperature = _quantity("temperature")
-TemperatureDelta = _quantity("temperature_difference", positive=True)
-TemperatureMargin = _quantity("temperature_difference", non_negative=True)
-Duration = _quantity("time", positive=True)
-Delay = _quantity("time", non_negative=True)
+OutdoorTemperature = _quantity("temperature", limit="outdoor")
+FacilityWaterTemperature = _quantity("temperature", limit="facility_water")
+ChilledWaterTemperature = _quantity("temperature", limit="chilled_water")
+AirTemperature = _quantity("temperature", limit="cold_aisle")
+TemperatureDelta = _quantity("temperature_difference", positive=True, limit="temperature_band")
+TemperatureMargin = _quantity("temperature_difference", non_negative=True, limit="temperature_band")
+Duration = _quantity("time", positive=True, limit="span")
+Delay = _quantity("time", non_negative=True, limit="span")
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
-
-
-Volume = _quantity("volume", positive=True)
+Volume = _quantity("volume", positive=True, limit="volume")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # --------------------------------------------------------------------------------------------
@@ -51,8 +47,8 @@ class ConstantWeather(_Strict):
     """Constant outdoor conditions: dry-bulb and either wet-bulb or relative humidity."""
 
     kind: Literal["constant"]
-    t_dry_bulb: Temperature = 20.0
-    t_wet_bulb: Temperature | None = None
+    t_dry_bulb: OutdoorTemperature = 20.0
+    t_wet_bulb: OutdoorTemperature | None = None
     rh: Fraction | None = None
 
     @model_validator(mode="after")
@@ -123,17 +119,26 @@ class ChillerSpec(_Strict):
     count: Annotated[int, Field(ge=0, le=10_000)] | None = None
 
 
+#: Cooling modes of the plant: ``auto`` (free cooling first, chillers trim, with the switching
+#: below), ``free_only`` (chillers locked out), ``chiller_only`` (economiser bypassed: the
+#: chillers carry the facility water whenever one is available).
+COOLING_MODES = ("auto", "free_only", "chiller_only")
+
+
 class EconomiserSpec(_Strict):
     """Economiser and chiller switching on the facility-water loop, with hysteresis.
 
-    The chiller starts as soon as free cooling at full fan speed cannot hold the supply
-    set-point and stops once free cooling could reach ``hysteresis`` below it. Free cooling
-    (in series ahead of the chiller) stays on while it cools the return water by at least
-    ``min_useful``, and comes back once it could cool it by ``min_useful + hysteresis``.
+    In ``mode: auto`` the chiller starts as soon as free cooling at full fan speed cannot hold
+    the supply set-point and stops once free cooling could reach ``hysteresis`` below it. Free
+    cooling (in series ahead of the chiller) stays on while it cools the return water by at
+    least ``min_useful``, and comes back once it could cool it by ``min_useful + hysteresis``.
+    ``free_only`` locks the chillers out (both water circuits); ``chiller_only`` bypasses free
+    cooling on the facility-water loop while a chiller is available.
     """
 
     hysteresis: TemperatureDelta = 1.0
     min_useful: TemperatureMargin = 0.5
+    mode: Literal[COOLING_MODES] = "auto"  # type: ignore[valid-type]
 
 
 class CRAHSpec(_Strict):
@@ -141,8 +146,8 @@ class CRAHSpec(_Strict):
 
     template: str = "crah-150kw"
     count: Count | None = None  # default: the air share of the CDUs' capacity, N+1
-    cold_aisle: Temperature = 25.0
-    chilled_water_supply: Temperature = 20.0
+    cold_aisle: AirTemperature = 25.0
+    chilled_water_supply: ChilledWaterTemperature = 20.0
     air_volume: Volume = 3000.0  # room air the cold aisle mixes with [m3]
     time_constant: Duration = 120.0  # closed-loop time constant of the cold-aisle control [s]
 
@@ -194,7 +199,7 @@ class PlantSpec(_Strict):
 
     weather: WeatherSpec = EpwWeather(kind="epw")
     step: Delay | None = None  # plant update interval (a multiple of time.step); default: every step
-    facility_water_supply: Temperature = 30.0
+    facility_water_supply: FacilityWaterTemperature = 30.0
     facility_water_volume: Volume | None = None  # default: sized from the design load
     heat_rejection: HeatRejectionSpec = HeatRejectionSpec()
     chiller: ChillerSpec | None = ChillerSpec()  # null: no chiller

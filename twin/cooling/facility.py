@@ -368,6 +368,8 @@ class Plant:
                         and self.chiller.cop_max is not None else COP_MAX)
         eco = spec.economiser
         self.hysteresis, self.min_useful = eco.hysteresis, eco.min_useful
+        #: Cooling mode (:data:`~twin.cooling.config.COOLING_MODES`), an operator's input.
+        self.mode = eco.mode
 
     def _init_state(self) -> None:
         """State at rest: loops at their set-points, pumps running, no faults."""
@@ -648,7 +650,7 @@ class Plant:
             cw = self.chw_bank.solve(table_chw, air["t_chw_ret"], self.t_chw_set, t_db, t_wb)
             q_free_chw, q_ch_chw = (float(v) for v in economiser_split(
                 m_chw, air["t_chw_ret"], cw["t_free"], self.t_chw_set))
-            spare = (0.0 if self.chiller is None or self.chiller_tripped
+            spare = (0.0 if self.chiller is None or self.chiller_tripped or self.mode == "free_only"
                      else max(self.chiller_capacity - q_ch_fw, 0.0))
             if q_ch_chw > spare:
                 deficit = q_ch_chw - spare
@@ -752,10 +754,13 @@ class Plant:
         fr = self.bank.solve(table, max(t0, t_set), t_set, t_db, t_wb)
         t_sink, r = fr["t_sink"], fr["r_full"]
         t_free = fr["t_free"]
-        available = self.chiller is not None and not self.chiller_tripped and self.chiller_capacity > 0
-        # chiller start/stop with hysteresis
+        available = (self.chiller is not None and not self.chiller_tripped and self.chiller_capacity > 0
+                     and self.mode != "free_only")
+        # chiller start/stop with hysteresis (or held on in chiller_only mode)
         if not available:
             self.chiller_enabled = False
+        elif self.mode == "chiller_only":
+            self.chiller_enabled = True
         elif not self.chiller_enabled and t_free > t_set:
             self.chiller_enabled = True
         elif self.chiller_enabled and t_free <= t_set - h:
@@ -764,6 +769,8 @@ class Plant:
         useful = max(t0, t_set) - t_free
         if not self.chiller_enabled:
             self.free_enabled = True
+        elif self.mode == "chiller_only":
+            self.free_enabled = False
         elif self.free_enabled and useful < self.min_useful:
             self.free_enabled = False
         elif not self.free_enabled and useful >= self.min_useful + h:

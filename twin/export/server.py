@@ -20,7 +20,6 @@ Heavy modules are imported inside :func:`serve`, so ``twin --help`` stays fast.
 from __future__ import annotations
 
 import socket
-import sys
 import threading
 import time
 
@@ -34,6 +33,30 @@ LISTEN_BACKLOG = 256
 POLL_SECONDS = 0.2
 #: Lag is quantised to this many seconds in the rendering cache key.
 LAG_RESOLUTION = 0.01
+#: Worker threads answering requests (a scrape is served from a cached rendering, so a few
+#: threads serve hundreds of scrapers).
+WORKERS = 8
+#: Seconds a connection may stay open without sending a request before it is closed.
+IDLE_TIMEOUT = 30.0
+#: Seconds a worker waits for the rest of a request's head, and for a client to take the answer.
+REQUEST_TIMEOUT = 10.0
+#: Most bytes of request line and headers accepted (Prometheus sends about 300).
+MAX_HEADER_BYTES = 16 * 1024
+#: Most connections held open waiting for their request (each costs a file descriptor; fewer
+#: when the process may open fewer files).
+MAX_CONNECTIONS = 4096
+
+
+def _max_connections(wanted: int) -> int:
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, ValueError, OSError):
+        return wanted
+    if soft == resource.RLIM_INFINITY:
+        return wanted
+    return max(16, min(wanted, soft - 64))
 
 
 def parse_speed(text: str) -> float | None:
@@ -182,42 +205,60 @@ class MetricsApp:
     """WSGI application: ``/metrics`` (cached per simulation step), ``/healthz`` and ``/``."""
 
     def __init__(self, run: LiveRun, registry):
+        from concurrent.futures import ThreadPoolExecutor
+
         self.run = run
         self.registry = registry
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._cache: dict[tuple[str, bool], tuple[tuple, str, bytes]] = {}
         self._rendering: set[tuple[str, bool]] = set()  # formats being rendered right now
+        self._renderer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="twin-render")
 
     def render(self, accept: str, gzip_ok: bool) -> tuple[str, bytes]:
         """(content type, body) of a scrape.
 
-        One rendering per simulation state and format: while the state is unchanged every scrape
-        gets the cached bytes; when it has changed, one scraper renders the new state while the
-        others keep getting the previous one (at most one rendering old, ~0.1 s on a hall with
-        device series), so a burst of scrapers never queues behind a rendering.
+        One rendering per simulation state and format, made in the background: while the state
+        is unchanged every scrape gets the cached bytes; once it has changed, the next scrape
+        starts a new rendering in the renderer thread and every scrape keeps getting the
+        previous bytes until it is done (at most one rendering old, ~0.1–0.3 s). Only the first
+        scrape of a format waits for a rendering, so no scrape queues behind one.
         """
-        import gzip
-
         from prometheus_client.exposition import choose_encoder
 
         encoder, content_type = choose_encoder(accept)
         key = (content_type, gzip_ok)
         with self._lock:
             version = self.run.version()
+            while key not in self._cache and key in self._rendering:  # the first rendering
+                self._lock.wait()
             hit = self._cache.get(key)
-            if hit is not None and (hit[0] == version or key in self._rendering):
+            if hit is not None:
+                if hit[0] != version and key not in self._rendering:
+                    self._rendering.add(key)
+                    self._renderer.submit(self._render, key, encoder, version)
                 return hit[1], hit[2]
             self._rendering.add(key)
+        return self._render(key, encoder, version)[1:]
+
+    def _render(self, key, encoder, version) -> tuple[tuple, str, bytes]:
+        import gzip
+
         try:
             body = encoder(self.registry)
-            if gzip_ok:
+            if key[1]:
                 body = gzip.compress(body, compresslevel=1)
+            entry = (version, key[0], body)
             with self._lock:
-                self._cache[key] = (version, content_type, body)
+                self._cache[key] = entry
+            return entry
         finally:
             with self._lock:
                 self._rendering.discard(key)
-        return content_type, body
+                self._lock.notify_all()
+
+    def close(self) -> None:
+        """Stop the renderer thread (after the server has stopped)."""
+        self._renderer.shutdown(wait=False, cancel_futures=True)
 
     def __call__(self, environ, start_response):
         method = environ.get("REQUEST_METHOD", "GET")
@@ -250,22 +291,303 @@ class MetricsApp:
         return [b""] if method == "HEAD" else [body]
 
 
-def make_http_server(host: str, port: int, app):
-    """A threading wsgiref server on ``host:port`` with a deep backlog and quiet request logs."""
-    from socketserver import ThreadingMixIn
-    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+class _Connections:
+    """The server loop: accepts connections and holds those that have not sent anything yet,
+    without a thread each.
 
-    class Server(ThreadingMixIn, WSGIServer):
-        daemon_threads = True
+    One selector watches the listening socket and every idle connection; a connection whose
+    request has started to arrive is handed to the worker pool, one idle for longer than
+    ``idle_timeout`` is closed, and beyond ``max_connections`` the oldest idle connection is
+    closed to make room. So thousands of idle or half-open connections cost file descriptors,
+    not threads.
+    """
+
+    def __init__(self, server, workers: int, idle_timeout: float, max_connections: int):
+        import selectors
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.server = server
+        self.idle_timeout = idle_timeout
+        self.max_connections = max_connections
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="twin-http-worker")
+        self.selector = selectors.DefaultSelector()
+        self._stopping = False
+        self.stopped = threading.Event()
+        self.stopped.set()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self.selector.register(self._wake_r, selectors.EVENT_READ, "wake")
+        server.socket.setblocking(False)
+        self.selector.register(server.socket, selectors.EVENT_READ, "listen")
+        self._idle: dict = {}  # connection → (address, deadline); insertion order = age
+        self._returned: list = []  # kept-alive connections handed back by workers
+        self._lock = threading.Lock()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake()
+
+    def keep(self, conn, address) -> None:
+        """Take back a connection kept alive after its answer (from a worker thread)."""
+        with self._lock:
+            self._returned.append((conn, address))
+        self._wake()
+
+    def _wake(self) -> None:
+        try:
+            self._wake_w.send(b"x")
+        except OSError:
+            pass  # already woken, or closed
+
+    def run(self) -> None:
+        import selectors
+
+        self._stopping = False
+        self.stopped.clear()
+        try:
+            while not self._stopping:
+                now = time.monotonic()
+                first = next(iter(self._idle.values()), None)
+                wait = POLL_SECONDS if first is None else min(POLL_SECONDS, max(0.0, first[1] - now))
+                for key, _ in self.selector.select(timeout=wait):
+                    if key.data == "wake":
+                        try:
+                            self._wake_r.recv(4096)
+                        except OSError:
+                            pass
+                    elif key.data == "listen":
+                        self._accept(selectors)
+                    else:
+                        conn = key.fileobj
+                        self.selector.unregister(conn)
+                        address, _ = self._idle.pop(conn)
+                        self.pool.submit(self.server.serve_connection, conn, address)
+                with self._lock:
+                    returned, self._returned = self._returned, []
+                for conn, address in returned:
+                    self._hold(conn, address, selectors)
+                now = time.monotonic()
+                while self._idle:
+                    conn, (_, deadline) = next(iter(self._idle.items()))
+                    if deadline > now:
+                        break
+                    self._close(conn)
+        finally:
+            for conn in list(self._idle):
+                self._close(conn)
+            with self._lock:
+                returned, self._returned = self._returned, []
+            for conn, _ in returned:
+                self.server.shutdown_request(conn)
+            self.stopped.set()
+
+    def _accept(self, selectors) -> None:
+        for _ in range(64):  # a burst of connections, without starving the idle ones
+            try:
+                conn, address = self.server.socket.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # out of file descriptors, or the socket closed: try again later
+                return
+            self._hold(conn, address, selectors)
+
+    def _hold(self, conn, address, selectors) -> None:
+        while len(self._idle) >= self.max_connections:
+            self._close(next(iter(self._idle)))
+        try:
+            conn.setblocking(False)
+            self.selector.register(conn, selectors.EVENT_READ, "idle")
+        except (OSError, ValueError):  # closed meanwhile
+            self.server.shutdown_request(conn)
+            return
+        self._idle[conn] = (address, time.monotonic() + self.idle_timeout)
+
+    def _close(self, conn) -> None:
+        self._idle.pop(conn, None)
+        try:
+            self.selector.unregister(conn)
+        except (KeyError, ValueError):
+            pass
+        self.server.shutdown_request(conn)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.selector.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+
+def make_http_server(host: str, port: int, app, *, workers: int = WORKERS,
+                     idle_timeout: float = IDLE_TIMEOUT, max_connections: int = MAX_CONNECTIONS):
+    """An HTTP/1.1 server for the WSGI ``app`` (or one given later with ``set_app``) on
+    ``host:port`` with a bounded pool of workers.
+
+    Accepted connections wait in one selector (no thread each) until a request starts to
+    arrive; then one of ``workers`` threads reads it — at most :data:`MAX_HEADER_BYTES` of
+    request line and headers within :data:`REQUEST_TIMEOUT` seconds (``431``/``408``/``400``
+    otherwise) — answers, and hands a kept-alive connection back to the selector. A connection
+    silent for ``idle_timeout`` seconds is closed; beyond ``max_connections`` waiting ones, the
+    oldest is closed. Requests carry no body (``GET``/``HEAD``); a request with one is answered
+    and its connection closed. The app is called with a minimal WSGI environ (method, path,
+    query, protocol and the request headers as ``HTTP_*``).
+
+    Raises
+    ------
+    ValueError
+        A port outside 0–65535.
+    OSError
+        The address cannot be bound (in use, not local).
+    """
+    from socketserver import TCPServer
+
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port {port} is outside 0-65535")
+
+    class Server(TCPServer):
         request_queue_size = LISTEN_BACKLOG
+        allow_reuse_address = True
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
 
-        def handle_error(self, request, client_address):
-            if not isinstance(sys.exc_info()[1], ConnectionError):  # a scraper hanging up is normal
-                super().handle_error(request, client_address)
+        def __init__(self):
+            super().__init__((host, port), None)
+            self.application = app
+            self.connections = _Connections(self, workers, idle_timeout,
+                                            _max_connections(max_connections))
 
-    class Handler(WSGIRequestHandler):
-        def log_message(self, format, *args):  # no line per scrape on stderr
-            pass
+        def set_app(self, application):
+            """The WSGI app to answer with (may be set after binding, before serving)."""
+            self.application = application
 
-    return make_server(host, port, app, server_class=Server, handler_class=Handler)
+        def get_app(self):
+            return self.application
+
+        def serve_forever(self, poll_interval=POLL_SECONDS):
+            """Serve until :meth:`shutdown` (the loop of :class:`_Connections`)."""
+            self.connections.run()
+
+        def shutdown(self):
+            self.connections.stop()
+            self.connections.stopped.wait()
+
+        def serve_connection(self, conn, client_address):
+            keep = False
+            try:
+                conn.setblocking(True)
+                keep = _answer(conn, self.application)
+            except (ConnectionError, TimeoutError, OSError):
+                pass  # a client hanging up is normal
+            except Exception:  # noqa: BLE001 - a bug in the app: reported, the server goes on
+                self.handle_error(conn, client_address)
+            if keep and not self.connections._stopping:
+                self.connections.keep(conn, client_address)
+            else:
+                self.shutdown_request(conn)
+
+        def server_close(self):
+            connections = getattr(self, "connections", None)  # None when binding failed
+            if connections is not None:
+                connections.stop()
+                connections.stopped.wait(10)
+                connections.close()
+            super().server_close()
+
+    return Server()
+
+
+_REASONS = {400: "Bad Request", 408: "Request Timeout", 431: "Request Header Fields Too Large",
+            500: "Internal Server Error", 505: "HTTP Version Not Supported"}
+
+
+def _send_status(conn, code: int) -> None:
+    body = f"{code} {_REASONS[code]}\n".encode()
+    conn.sendall(f"HTTP/1.1 {code} {_REASONS[code]}\r\nContent-Type: text/plain\r\n"
+                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+
+
+def _answer(conn, app) -> bool:
+    """Read one request from ``conn``, answer it with ``app``; True to keep the connection."""
+    got = _read_head(conn)
+    if isinstance(got, int):
+        _send_status(conn, got)
+        return False
+    head, extra = got
+    lines = head.decode("latin-1").splitlines()
+    parts = lines[0].split(" ") if lines else []
+    if len(parts) != 3 or not parts[2].startswith("HTTP/"):
+        _send_status(conn, 400)
+        return False
+    method, target, version = parts
+    if version not in ("HTTP/1.0", "HTTP/1.1"):
+        _send_status(conn, 505)
+        return False
+    environ = {"REQUEST_METHOD": method, "SERVER_PROTOCOL": version, "wsgi.url_scheme": "http"}
+    path, _, query = target.partition("?")
+    environ["PATH_INFO"], environ["QUERY_STRING"] = path, query
+    for line in lines[1:]:
+        if not line:
+            continue  # the blank line ending the head
+        name, sep, value = line.partition(":")
+        if not sep or not name or name != name.strip():
+            _send_status(conn, 400)
+            return False
+        environ["HTTP_" + name.upper().replace("-", "_")] = value.strip()
+    connection = environ.get("HTTP_CONNECTION", "").lower()
+    keep = (version == "HTTP/1.1" and "close" not in connection) or "keep-alive" in connection
+    keep = keep and not extra and "HTTP_CONTENT_LENGTH" not in environ \
+        and "HTTP_TRANSFER_ENCODING" not in environ
+    answer: dict = {}
+
+    def start_response(status, headers, exc_info=None):
+        answer["status"], answer["headers"] = status, headers
+
+    try:
+        body = b"".join(app(environ, start_response))
+    except Exception:
+        _send_status(conn, 500)
+        raise
+    headers = [(k, v) for k, v in answer["headers"] if k.lower() not in ("connection", "content-length")]
+    given = [v for k, v in answer["headers"] if k.lower() == "content-length"]
+    length = given[0] if method == "HEAD" and given else str(len(body))
+    out = [f"HTTP/1.1 {answer['status']}"] + [f"{k}: {v}" for k, v in headers]
+    out += [f"Content-Length: {length}", f"Connection: {'keep-alive' if keep else 'close'}", "", ""]
+    conn.settimeout(REQUEST_TIMEOUT)
+    conn.sendall("\r\n".join(out).encode("latin-1") + (b"" if method == "HEAD" else body))
+    return keep
+
+
+def _read_head(conn) -> tuple[bytes, bytes] | int:
+    """(request line and headers, bytes received after them) of one request, or an HTTP status
+    code to refuse it with.
+
+    Reads straight from the socket with one deadline for the whole head (a client sending a byte
+    at a time cannot hold a worker longer than :data:`REQUEST_TIMEOUT`) and at most
+    :data:`MAX_HEADER_BYTES`.
+    """
+    deadline = time.monotonic() + REQUEST_TIMEOUT
+    data = b""
+    while True:
+        end = data.find(b"\r\n\r\n")
+        if end >= 0:
+            end += 4
+            break
+        end = data.find(b"\n\n")
+        if end >= 0:
+            end += 2
+            break
+        if len(data) > MAX_HEADER_BYTES:
+            return 431
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return 408
+        conn.settimeout(left)
+        try:
+            chunk = conn.recv(16384)
+        except TimeoutError:
+            return 408
+        if not chunk:
+            raise ConnectionResetError("closed before a request")
+        data += chunk
+    if end > MAX_HEADER_BYTES:
+        return 431
+    return data[:end], data[end:]

@@ -48,7 +48,7 @@ def collective_path(system, catalog, devices: np.ndarray, scale_out: str = DEFAU
                         f"has no scale-up fabric (give its rack or system a `fabric:`)")
     up_name = names[0]
     up = catalog.fabrics[up_name]
-    _, per_domain = np.unique(system.rack_system[system.device_rack[devices]], return_counts=True)
+    _, per_domain = np.unique(system.device_domain[devices], return_counts=True)
     p_l = int(per_domain.max())
     hops = torus_mean_hops(p_l, up.torus_dims.value) if up.topology == "torus" else 1.0
     link_up = Link(up_name, up.bandwidth.si, up.latency.si, hops)

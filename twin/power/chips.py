@@ -17,7 +17,7 @@ import numpy as np
 from twin.power.device import device_power
 from twin.power.governor import cap_governor, power_limit_governor, shutdown_trip, thermal_governor
 from twin.scenario.errors import FieldError
-from twin.sim.component import Component, Var, step_mean
+from twin.sim.component import Component, Control, Var, step_mean
 
 P = Var("device", "p", "W", "device power", per_substep=True)
 P_STEP = Var("device", "p_step", "W", "device power, step mean", record=False)
@@ -31,7 +31,11 @@ RACK_PSU_OVERLOAD = Var("rack", "psu_overload", "1",
                         "healthy PSUs' rating (capped or tripped per the shelf's overload policy)")
 RACK_PSU_TRIPPED = Var("rack", "psu_tripped", "1", "the rack's shelves tripped on overload this step",
                        record=False)
+P_LIMIT = Var("device", "p_limit", "W", "device power limit in force", record=False)
 RACK_CAPPED = Var("rack", "capped", "1", "fraction of the interval the rack's clocks were capped for a power limit")
+#: Top of a power limit's control range relative to the design power of what it limits [1]
+#: (estimate: no rack draws twice its design power); a limit set at the top is no limit.
+LIMIT_RANGE_TOP = 2.0
 
 
 class ChipPower(Component):
@@ -50,7 +54,8 @@ class ChipPower(Component):
     """
 
     inputs = ("device.u", "device.clock_limit", "device.tripped", "device.t_die", "device.repair",
-              "device.p_floor", "device.ramp", "device.held", "rack.shelf_capacity", "sled.p_fan")
+              "device.p_floor", "device.ramp", "device.held", "device.p_limit", "rack.shelf_capacity",
+              "sled.p_fan")
     outputs = (P, P_STEP, CLOCK, RACK_PSU_OVERLOAD, RACK_PSU_TRIPPED)
     phase = "power"
 
@@ -62,17 +67,18 @@ class ChipPower(Component):
         self.totals = totals
         self.p_prev = None  # last sub-step's device power, for ramp limits [W]
 
-    def power(self, u, clock, on, t_die, held):
+    def power(self, u, clock, on, t_die, held, p_limit=None):
         """Device power for utilisation ``u`` (devices,) or (sub-steps, devices) [W].
 
         A device is active when a job holds it (``held``) or it has work (u > 0), idle
         otherwise (:func:`twin.power.device.device_power`). Within a step the power limit may be
         exceeded by at most the part's excursion (the firmware's fast protection clamps there);
-        the power-limit governor lowers the clock for the next step.
+        the power-limit governor lowers the clock for the next step. ``p_limit`` is the limit in
+        force [W] (default the scenario's, ``chip["p_limit"]``).
         """
         c = self.chip
         p = device_power(u * on, clock * on, t_die, ((u > 0) | held) & on, c)
-        return np.minimum(p, c["power_excursion"] * c["p_limit"]) * on
+        return np.minimum(p, c["power_excursion"] * (c["p_limit"] if p_limit is None else p_limit)) * on
 
     def step(self, t: float, dt: float, state) -> None:
         clock, on, repair = state["device.clock_limit"], ~state["device.tripped"], state["device.repair"]
@@ -80,7 +86,8 @@ class ChipPower(Component):
             on[repair] = True
             clock = clock.copy()
             clock[repair] = 1.0
-        p_sub = self.power(state["device.u"], clock, on, state["device.t_die"], state["device.held"])
+        p_sub = self.power(state["device.u"], clock, on, state["device.t_die"], state["device.held"],
+                           state["device.p_limit"])
         if self.smoothing:
             raw = p_sub
             p_sub = self._smooth(p_sub, on, state["device.p_floor"], state["device.ramp"])
@@ -161,7 +168,7 @@ class Governors(Component):
 
     inputs = ("device.u", "device.t_die", "rack.p_ac", "device.repair", "facility.battery_empty",
               "rack.psu_tripped")
-    outputs = (THROTTLED, RACK_THROTTLED, RACK_CAPPED, CLOCK_LIMIT, TRIPPED)
+    outputs = (THROTTLED, RACK_THROTTLED, RACK_CAPPED, CLOCK_LIMIT, TRIPPED, P_LIMIT)
     phase = "controllers"
 
     def __init__(self, system, totals):
@@ -175,7 +182,12 @@ class Governors(Component):
         self.ever_throttled = np.zeros(n, dtype=bool)
         self.rack_cap = np.ones(sy.n_racks)
         self.row_cap = np.ones(len(sy.row_names))
+        self.limit = {"rack": sy.rack_power_limit.copy(), "row": sy.row_power_limit.copy()}
+        #: Device power limits in force [W] (the scenario's; the ``device.power_limit`` control).
+        self.p_limit = sy.chip["p_limit"].copy()
         self.capping = bool(np.isfinite(sy.rack_power_limit).any() or np.isfinite(sy.row_power_limit).any())
+        self.controls = self._controls()
+        self._tops = {c.key: c.high for c in self.controls}
         self.rack_devices = np.bincount(sy.device_rack, minlength=sy.n_racks)
         self.first_throttle = math.inf
         self.first_trip = math.inf
@@ -183,10 +195,11 @@ class Governors(Component):
     def initialise(self, state) -> None:
         state["device.clock_limit"] = self.clock
         state["device.tripped"] = self.tripped
+        state["device.p_limit"] = self.p_limit
 
     def settle(self, u, t_die, state) -> None:
         """Start at the clock that holds the first step's demand ``u`` within the power limits."""
-        self.clock_power = power_limit_governor(self.sy.chip["p_limit"], u, t_die, self.sy.chip)
+        self.clock_power = power_limit_governor(self.p_limit, u, t_die, self.sy.chip)
         self.clock = np.minimum(self.clock_thermal, self.clock_power)
         state["device.clock_limit"] = self.clock
 
@@ -202,16 +215,16 @@ class Governors(Component):
         self.clock_thermal = thermal_governor(self.clock_thermal, t_die, sy.chip["t_throttle"],
                                               sy.chip["throttle_hysteresis"], dt)
         # Power limit: the clock that keeps the step's highest demand at or under the limit.
-        self.clock_power = power_limit_governor(sy.chip["p_limit"], state["device.u"].max(axis=0), t_die, sy.chip)
+        self.clock_power = power_limit_governor(self.p_limit, state["device.u"].max(axis=0), t_die, sy.chip)
         clock = np.minimum(self.clock_thermal, self.clock_power)
         was_tripped = self.tripped
         self.tripped = shutdown_trip(t_die, sy.chip["t_shutdown"], self.tripped)
         capped = self.rack_cap < 1.0
         if self.capping:
             p_ac = step_mean(state["rack.p_ac"])
-            self.rack_cap = cap_governor(self.rack_cap, p_ac, sy.rack_power_limit, dt)
+            self.rack_cap = cap_governor(self.rack_cap, p_ac, self.limit["rack"], dt)
             row_p = np.bincount(sy.rack_row, weights=p_ac, minlength=len(sy.row_names))
-            self.row_cap = cap_governor(self.row_cap, row_p, sy.row_power_limit, dt)
+            self.row_cap = cap_governor(self.row_cap, row_p, self.limit["row"], dt)
             cap = np.minimum(self.rack_cap, self.row_cap[sy.rack_row])
             self.clock = np.minimum(clock, cap[sy.device_rack])
             capped = cap < 1.0
@@ -237,6 +250,50 @@ class Governors(Component):
         if n_thr:
             self.ever_throttled |= throttled
         tot.t_die_max = max(tot.t_die_max, t_die.max())
+
+    def _controls(self) -> tuple[Control, ...]:
+        """Device power limits (from the part's lowest settable limit, else its idle power
+        (:func:`twin.sim.build.build_system`), to its TDP: the power-limit governor holds them); rack and row AC power limits, from the
+        idle to twice the design power of what they limit (the top of the range: no limit; the
+        cap governor holds them)."""
+        sy = self.sy
+        device_low = np.minimum(sy.chip["p_limit_min"], sy.chip["p_limit"])
+        idle = sy.rack_sum(sy.sled_sum(sy.chip["p_idle"]) + sy.sled_overhead + sy.sled_fan_power)
+        design = sy.rack_sum(sy.sled_sum(sy.chip["tdp"]) + sy.sled_overhead + sy.sled_fan_power)
+        n_rows = len(sy.row_names)
+        row_idle, row_design = (np.bincount(sy.rack_row, weights=v, minlength=n_rows) for v in (idle, design))
+        return (Control("device", "power_limit", "W", "device power limit (the power-limit governor's)",
+                        device_low, sy.chip["tdp"].copy()),
+                Control("rack", "power_limit", "W", "rack AC power limit (top of the range: none)",
+                        idle, LIMIT_RANGE_TOP * design),
+                Control("row", "power_limit", "W", "row AC power limit (top of the range: none)",
+                        row_idle, LIMIT_RANGE_TOP * row_design))
+
+    def control(self, key: str) -> np.ndarray:
+        group = key.partition(".")[0]
+        if key not in self._tops:
+            return super().control(key)
+        if group == "device":
+            return self.p_limit.copy()
+        return np.minimum(self.limit[group], self._tops[key])
+
+    def set_control(self, key: str, values) -> None:
+        """``"device.power_limit"`` [W] (from the next step on, through the power-limit
+        governor); ``"rack.power_limit"`` or ``"row.power_limit"`` [W], where a value at the
+        top of the range removes the limit."""
+        if key not in self._tops:
+            super().set_control(key, values)
+        top = self._tops[key]
+        if key == "device.power_limit":
+            self.p_limit[:] = np.minimum(np.broadcast_to(np.asarray(values, dtype=float), top.shape), top)
+            return
+        values = np.broadcast_to(np.asarray(values, dtype=float), top.shape)
+        self.limit[key.partition(".")[0]] = np.where(values >= top, np.inf, values)
+        capping = bool(np.isfinite(self.limit["rack"]).any() or np.isfinite(self.limit["row"]).any())
+        if not capping:
+            self.rack_cap[:] = 1.0
+            self.row_cap[:] = 1.0
+        self.capping = capping
 
 
 def power_limits(rules, system, catalog) -> np.ndarray:

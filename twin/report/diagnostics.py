@@ -39,7 +39,9 @@ def run_warnings(sim) -> list[str]:
     sy = sim.system
     # Jobs that did nothing (never placed, never started, served no request): the job set says
     # why, since it knows placement.
-    out = sim.jobs.warnings(sim.totals.steps * sim.h) if sim.jobs is not None else []
+    t_end = sim.totals.steps * sim.h
+    out = sim.jobs.warnings(t_end) if sim.jobs is not None else []
+    out += sim.workload.rules.warnings(t_end)
     idle_racks = unselected_racks(sim)
     if idle_racks:
         out.append(f"{plural(len(idle_racks), 'rack')} no workload rule or job selects (idle the whole "

@@ -4,6 +4,27 @@ from __future__ import annotations
 
 import numpy as np
 
+#: Units of KPIs by name suffix (UDUNITS), longest match first (``_per_J`` before ``_J``).
+KPI_UNITS = (("_W_per_s", "W s-1"), ("_per_J", "J-1"), ("_L_per_kWh", "L kWh-1"), ("_J", "J"), ("_W", "W"),
+             ("_degC", "degC"), ("_s", "s"), ("_seconds", "s"), ("_hours", "h"), ("_m3", "m3"))
+
+
+def kpi_units(name: str) -> str:
+    """UDUNITS label of a KPI from its name (``_J`` → J, ``_W`` → W, …; ``1`` otherwise)."""
+    for suffix, units in KPI_UNITS:
+        if name.endswith(suffix):
+            return units
+    return "1"
+
+
+def kpi_label(name: str) -> str:
+    """A KPI's name without its unit suffix, for tables whose values carry their unit
+    (``energy_it_J`` → ``energy_it``, shown as "1.23 kWh")."""
+    for suffix, _ in KPI_UNITS:
+        if name.endswith(suffix) and suffix not in ("_seconds", "_hours"):
+            return name[: -len(suffix)]
+    return name
+
 
 def peak_to_average(power) -> float:
     """Peak over mean of a power series [1]."""

@@ -18,6 +18,8 @@ import math
 from pathlib import Path
 from typing import Callable
 
+from twin.report.kpi import kpi_label, kpi_units
+
 #: Figure size [inch] and resolution [dpi] of every plot: 1100 × 550 pixels.
 FIGSIZE = (11.0, 5.5)
 DPI = 100
@@ -96,11 +98,12 @@ def format_value(name: str, value, tree=None) -> str:
     units = ""
     if tree is not None and name in tree.to_dataset().variables:
         units = tree.to_dataset()[name].attrs.get("units", "")
-    if name.endswith("_W") or units == "W":
+    units = units or kpi_units(name)
+    if units == "W":
         return f"{x / 1e6:,.3f} MW" if abs(x) >= 1e6 else f"{x / 1e3:,.1f} kW"
-    if name.endswith("_J") or units == "J":
+    if units == "J":
         return f"{x / 3.6e9:,.3f} MWh" if abs(x) >= 3.6e8 else f"{x / 3.6e6:,.2f} kWh"
-    if name.endswith("_degC") or units == "degC":
+    if units == "degC":
         return f"{x:.1f} °C"
     if name == "pue":
         return f"{x:.4f}"
@@ -416,23 +419,45 @@ def plot_spectrum(tree, path: Path) -> Path | None:
     return _save(fig, path)
 
 
+#: What a job's progress counts, by job kind: (axis label of its rate, axis label of its total).
+JOB_PROGRESS_UNITS = {
+    "training": ("iterations/s", "iterations"),
+    "moe_training": ("iterations/s", "iterations"),
+    "inference": ("output tokens/s", "requests completed"),
+    "cpu": ("device-s at full clock per s", "device-s at full clock"),
+}
+
+
 def plot_jobs(tree, path: Path) -> Path | None:
-    """Job throughput (iterations per second) and progress."""
+    """Job throughput and progress, one row per kind of progress (iterations of training jobs,
+    tokens and requests of inference jobs, full-clock device-seconds of CPU jobs): quantities
+    of different units never share an axis."""
+    import numpy as np
+
     job = _group(tree, "job")
     if job is None or "throughput" not in job or job.sizes.get("job", 0) == 0:
         return None
-    fig, axes = _figure("Jobs", nrows=2, sharex=True)
+    names = job["job"].values[:MAX_LINES]
+    kinds = (job["job_kind"].values[:MAX_LINES] if "job_kind" in job.coords
+             else np.array(["training"] * len(names)))
+    units = list(dict.fromkeys(JOB_PROGRESS_UNITS.get(str(k), ("1/s", "1")) for k in kinds))
+    fig, axes = _figure("Jobs", nrows=2 * len(units), sharex=True)
     t = job["time"].values
-    for name in job["job"].values[:MAX_LINES]:
-        axes[0].plot(t, job["throughput"].sel(job=name).values, lw=0.8, label=str(name))
-        if "progress" in job:
-            axes[1].plot(t, job["progress"].sel(job=name).values, lw=0.8, label=str(name))
-    axes[0].set_ylabel("throughput [it/s]")
-    axes[1].set_ylabel("progress [it]")
-    axes[1].set_xlabel("time")
+    for row, (rate_label, total_label) in enumerate(units):
+        ax_rate, ax_total = axes[2 * row], axes[2 * row + 1]
+        for name, kind in zip(names, kinds):
+            if JOB_PROGRESS_UNITS.get(str(kind), ("1/s", "1")) != (rate_label, total_label):
+                continue
+            ax_rate.plot(t, job["throughput"].sel(job=name).values, lw=0.8, label=str(name))
+            if "progress" in job:
+                ax_total.plot(t, job["progress"].sel(job=name).values, lw=0.8, label=str(name))
+        ax_rate.set_ylabel(f"throughput [{rate_label}]")
+        ax_total.set_ylabel(f"progress [{total_label}]")
+    axes[-1].set_xlabel("time")
     for ax in axes:
         ax.grid(alpha=0.3)
-        ax.legend(loc="upper left", fontsize=8)
+        if ax.lines:
+            ax.legend(loc="upper left", fontsize=8)
     return _save(fig, path)
 
 
@@ -499,8 +524,10 @@ def plot_sweep_facility(tree, path: Path) -> Path | None:
     p = fac["p_facility"]
     t = fac["time"].values
     k, unit = _scale(p.values)
-    fig, ax = _figure("Facility power of each variant" + note)
-    if p.sizes["scenario"] <= MAX_LINES:
+    few = p.sizes["scenario"] <= MAX_LINES
+    title = "Facility power of each variant" if few else f"Facility power across {p.sizes['scenario']} variants (min–max and mean)"
+    fig, ax = _figure(title + note)
+    if few:
         for i in range(p.sizes["scenario"]):
             ax.plot(t, p.isel(scenario=i).values * k, lw=0.7, label=f"variant {i}")
         ax.legend(fontsize=7, ncol=3, loc="upper right")
@@ -532,7 +559,7 @@ SWEEP_PLOTS: dict[str, tuple[str, Callable]] = {
 
 # -- HTML ---------------------------------------------------------------------------------------
 def _table_html(df, tree, max_rows: int = 500) -> str:
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in [df.index.name or "", *df.columns])
+    head = "".join(f"<th>{html.escape(kpi_label(str(c)))}</th>" for c in [df.index.name or "", *df.columns])
     rows = []
     for idx, row in df.head(max_rows).iterrows():
         cells = "".join(f"<td>{html.escape(format_value(c, row[c], tree))}</td>" for c in df.columns)
@@ -584,7 +611,7 @@ def write_report(result, folder: str | Path) -> Path:
         table = _table_html(df, tree)
     else:
         title = f"twin run report: {tree.attrs.get('scenario_name', '')}"
-        rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(format_value(k, v))}</td></tr>"
+        rows = "".join(f"<tr><th>{html.escape(kpi_label(k))}</th><td>{html.escape(format_value(k, v))}</td></tr>"
                        for k, v in df.iloc[0].items()) if not df.empty else ""
         table = f"<table><thead><tr><th>KPI</th><th>value</th></tr></thead><tbody>{rows}</tbody></table>"
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"

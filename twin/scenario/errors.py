@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
+from twin.text import excerpt
+
+_PLAIN = re.compile(r"[A-Za-z0-9_.\-/+@%=,]{1,64}")
+
 
 class ScenarioError(ValueError):
     """A scenario that cannot be used, located by file, line and field path.
@@ -37,7 +43,10 @@ def format_path(loc: tuple) -> str:
         if isinstance(part, int):
             out += f"[{part}]"
         else:
-            out += ("." if out else "") + str(part)
+            part = str(part)
+            if not _PLAIN.fullmatch(part):  # a key from the file: quote a short excerpt of it
+                part = excerpt(part)
+            out += ("." if out else "") + part
     return out
 
 

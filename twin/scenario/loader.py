@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 import types
 import typing
 from dataclasses import dataclass
@@ -18,43 +19,63 @@ from pydantic import BaseModel, ValidationError
 from twin.catalog import Catalog, load_catalog
 from twin.catalog.model import CatalogError
 from twin.scenario.errors import FieldError, OptionError, ScenarioError, format_path
+from twin.scenario.files import FileProblem, check_epw, check_table, read_text_file
 from twin.scenario.layout import expand_cdus, expand_racks
 from twin.scenario.model import EVENT_KINDS, GROUPS, Scenario
+from twin.text import excerpt
 
 MAX_FILE_BYTES = 5_000_000
+#: Deepest nesting of mappings and lists in a scenario (the bundled ones need 7).
+MAX_DEPTH = 32
+#: Longest run of digits in one scalar: a float has 17 significant digits, a 64-bit seed 19.
+MAX_DIGITS = 100
+_DIGITS = re.compile(r"\d{%d,}" % (MAX_DIGITS + 1))
 
 
 def _read(path: Path) -> str:
+    """A scenario's text: a regular file of at most MAX_FILE_BYTES, read without blocking."""
     name = str(path)
-    if not path.exists():
-        raise ScenarioError("file not found", file=name)
-    if path.is_dir():
-        raise ScenarioError("is a directory, not a scenario file", file=name)
-    if path.stat().st_size > MAX_FILE_BYTES:
-        raise ScenarioError(f"file larger than {MAX_FILE_BYTES} bytes", file=name)
     try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ScenarioError(f"not UTF-8 text ({exc.reason})", file=name) from None
+        text = read_text_file(path, MAX_FILE_BYTES, what="scenario file")
+    except FileProblem as exc:
+        raise ScenarioError(exc.reason, file=name) from None
+    return text
 
 
 def _compose(text: str, name: str) -> yaml.Node:
-    """Parse YAML into a node tree (keeps line numbers); refuse anchors, aliases and tags."""
+    """Parse YAML into a node tree (keeps line numbers).
+
+    Refuses anchors and aliases, tags (``!!python/…``, ``!!set``, any ``!tag``), nesting deeper
+    than :data:`MAX_DEPTH` and scalars with more than :data:`MAX_DIGITS` digits in a row, before
+    any value is built (the checks walk the event stream, which needs no recursion).
+    """
+    depth = 0
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            line = event.start_mark.line + 1
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                raise ScenarioError(
-                    "YAML anchors and aliases are not allowed in scenarios",
-                    file=name,
-                    line=event.start_mark.line + 1,
-                )
+                raise ScenarioError("YAML anchors and aliases are not allowed in scenarios",
+                                    file=name, line=line)
+            tag = getattr(event, "tag", None)
+            if tag is not None and not (isinstance(event, yaml.ScalarEvent) and tag == "!"):
+                tag = tag.replace("tag:yaml.org,2002:", "!!")
+                raise ScenarioError(f"YAML tags are not allowed in scenarios (found {excerpt(tag)})",
+                                    file=name, line=line)
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise ScenarioError(f"nested more than {MAX_DEPTH} levels deep", file=name, line=line)
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+            elif isinstance(event, yaml.ScalarEvent) and _DIGITS.search(event.value):
+                raise ScenarioError(f"a number with more than {MAX_DIGITS} digits", file=name, line=line)
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
         raise ScenarioError(f"not valid YAML: {exc.problem}", file=name, line=line) from None
     except yaml.YAMLError as exc:
-        raise ScenarioError(f"not valid YAML: {exc}", file=name) from None
+        raise ScenarioError(f"not valid YAML: {type(exc).__name__}", file=name) from None
     if node is None:
         raise ScenarioError("empty file: a scenario needs at least 'name', 'time' and 'halls'", file=name)
     if not isinstance(node, yaml.MappingNode):
@@ -131,7 +152,7 @@ def _message(err: dict, loc: tuple) -> str:
     if kind == "extra_forbidden":
         model = _model_at(loc[:-1])
         allowed = ", ".join(model.model_fields) if model else ""
-        return f"unknown key '{loc[-1]}'" + (f" (allowed: {allowed})" if allowed else "")
+        return f"unknown key {excerpt(loc[-1])}" + (f" (allowed: {allowed})" if allowed else "")
     if kind == "missing":
         return "required field is missing"
     msg = err["msg"]
@@ -169,6 +190,7 @@ class LoadedScenario:
     text: str
     path: Path
     lines: dict[tuple, int]
+    estimate: object = None  # twin.sim.resources.Estimate of the run, once checked
 
     @property
     def base(self) -> Path:
@@ -391,14 +413,56 @@ def _known(names) -> str:
     return shown + (", …" if len(names) > 12 else "")
 
 
+def _check(loc: tuple, check, *args) -> None:
+    """Run a file check; its problem becomes a FieldError at ``loc``."""
+    try:
+        check(*args)
+    except FileProblem as exc:
+        raise FieldError(loc, str(exc)) from None
+
+
+#: Most of a thing per catalogue entry (the bundled catalogue's largest: 8 shelves per rack,
+#: 6 PSUs per shelf, 28 sleds per rack, 16 devices per sled, 2 racks per system). A scenario's
+#: own entries beyond these describe no equipment that exists (and 356,337 power shelves' idle
+#: losses heat a rack's air to millions of degrees).
+MAX_PER_ENTRY = {
+    ("racks", "shelves"): 64,
+    ("power_shelves", "psus"): 64,
+    ("power_shelves", "redundant"): 64,
+    ("racks", "sleds"): 1024,
+    ("sleds", "devices"): 1024,
+}
+
+
+def _check_catalog_counts(scenario: Scenario, catalog: Catalog) -> None:
+    """Counts in the scenario's own catalogue entries within :data:`MAX_PER_ENTRY`."""
+    for kind, entries in (scenario.catalog or {}).items():
+        table = getattr(catalog, kind, {})
+        for name in entries:
+            entry = table.get(name)
+            for (k, field), limit in MAX_PER_ENTRY.items():
+                if k != kind or entry is None:
+                    continue
+                value = getattr(entry, field, None)
+                counts = value.items() if isinstance(value, dict) else [(None, value)]
+                for key, count in counts:
+                    if count is not None and count.value > limit:
+                        loc = ("catalog", kind, name, field) + ((key,) if key else ()) + ("value",)
+                        raise FieldError(loc, f"{count.value:,} is more than the {limit:,} any "
+                                              f"{kind[:-1].replace('_', ' ')} holds")
+
+
 def check_references(scenario: Scenario, catalog: Catalog, base: Path) -> None:
-    """Cross-field checks: templates exist, names are unique, references resolve, files exist.
+    """Cross-field checks: templates exist, names are unique, references resolve, and every
+    file the scenario names is a regular file of the right size and format
+    (:mod:`twin.scenario.files`).
 
     Raises
     ------
     FieldError
         At the offending field.
     """
+    _check_catalog_counts(scenario, catalog)
     cdu_names = set()
     for i, cdu in enumerate(scenario.cdus):
         names = {cdu.name} | set(expand_cdus([cdu])[1])
@@ -407,7 +471,7 @@ def check_references(scenario: Scenario, catalog: Catalog, base: Path) -> None:
         cdu_names |= names
         if cdu.template not in catalog.cdus:
             raise FieldError(("cdus", i, "template"),
-                             f"unknown CDU template '{cdu.template}' (known: {_known(catalog.cdus)})")
+                             f"unknown CDU template {excerpt(cdu.template)} (known: {_known(catalog.cdus)})")
     halls, rows, racks, built = set(), set(), set(), set()
     templates = catalog.templates()
     for h, hall in enumerate(scenario.halls):
@@ -423,7 +487,7 @@ def check_references(scenario: Scenario, catalog: Catalog, base: Path) -> None:
                 at = where + ("racks", k)
                 if rack.template not in templates:
                     raise FieldError(at + ("template",),
-                                     f"unknown template '{rack.template}' (known: {_known(templates)})")
+                                     f"unknown template {excerpt(rack.template)} (known: {_known(templates)})")
                 names = [slot.name for slot in expand_racks(rack, catalog)]
                 if rack.name in racks or built.intersection(names):
                     raise FieldError(at + ("name",), f"duplicate rack name '{rack.name}'")
@@ -431,20 +495,40 @@ def check_references(scenario: Scenario, catalog: Catalog, base: Path) -> None:
                 built.update(names)
                 if rack.cdu is not None and rack.cdu not in cdu_names:
                     known = _known(cdu_names) if cdu_names else "none defined under 'cdus'"
-                    raise FieldError(at + ("cdu",), f"unknown CDU '{rack.cdu}' (known: {known})")
+                    raise FieldError(at + ("cdu",), f"unknown CDU {excerpt(rack.cdu)} (known: {known})")
     kinds = set(catalog.chips)
     for w, rule in enumerate(scenario.workload):
         for k, kind in enumerate(rule.select.kind or []):
             if kind not in kinds:
                 raise FieldError(("workload", w, "select", "kind", k),
-                                 f"unknown device kind '{kind}' (known: {_known(kinds)})")
+                                 f"unknown device kind {excerpt(kind)} (known: {_known(kinds)})")
         for field, names in (("rack", built), ("row", rows), ("hall", halls)):
             for k, pattern in enumerate(getattr(rule.select, field) or []):
                 if not any(fnmatch.fnmatchcase(n, pattern) for n in names):
                     raise FieldError(("workload", w, "select", field, k),
-                                     f"'{pattern}' matches no {field} (known: {_known(names)})")
-        if rule.replay is not None and not (base / rule.replay).is_file():
-            raise FieldError(("workload", w, "replay"), f"replay file not found: {base / rule.replay}")
+                                     f"{excerpt(pattern)} matches no {field} (known: {_known(names)})")
+        if rule.replay is not None:
+            _check(("workload", w, "replay"), check_table, base / rule.replay, "replay file",
+                   ("time", "device", "u"))
+    job_names: dict[str, int] = {}
+    for j, job in enumerate(scenario.jobs):
+        if job.name in job_names:
+            raise FieldError(("jobs", j, "name"), f"duplicate job name '{job.name}' "
+                                                  f"(also jobs[{job_names[job.name]}])")
+        job_names[job.name] = j
+        if getattr(job, "trace", None) not in (None, "azure-code"):
+            _check(("jobs", j, "trace"), check_table, base / job.trace, "trace file",
+                   ("TIMESTAMP", "ContextTokens", "GeneratedTokens"))
+    weather = scenario.plant.weather if scenario.plant is not None else None
+    if weather is not None and weather.kind != "constant":
+        file = Path(weather.file)
+        bundled = weather.kind != "csv" and file.suffix.lower() != ".epw" and len(file.parts) == 1
+        where = ("plant", "weather", "file")
+        if weather.kind == "csv":
+            _check(where, check_table, base / file, "weather file", ("time", "t_dry_bulb"),
+                   ("t_wet_bulb", "rh", "t_dew_point"))
+        elif not bundled:
+            _check(where, check_epw, base / file, "weather file", weather.kind == "epw")
     for e, event in enumerate(scenario.events):
         if event.at >= scenario.time.duration:
             raise FieldError(("events", e, "at"),
@@ -452,10 +536,10 @@ def check_references(scenario: Scenario, catalog: Catalog, base: Path) -> None:
         wants = EVENT_KINDS[event.kind]
         if wants == "cdu" and event.target not in cdu_names | ({"cdu-1"} if not scenario.cdus else set()):
             known = _known(cdu_names) if cdu_names else "cdu-1 (the default CDU)"
-            raise FieldError(("events", e, "target"), f"unknown CDU '{event.target}' (known: {known})")
+            raise FieldError(("events", e, "target"), f"unknown CDU {excerpt(event.target)} (known: {known})")
         if wants == "rack" and not any(fnmatch.fnmatchcase(n, event.target) for n in built):
             raise FieldError(("events", e, "target"),
-                             f"'{event.target}' matches no rack (known: {_known(built)})")
+                             f"{excerpt(event.target)} matches no rack (known: {_known(built)})")
         if wants == "plant" and event.target not in (None, "plant"):
             raise FieldError(("events", e, "target"), f"'{event.kind}' acts on the plant; leave out 'target'")
     if scenario.network is not None:

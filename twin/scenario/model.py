@@ -20,18 +20,24 @@ from twin.units import quantity
 _quantity = quantity  # the field factory (twin.units.quantity)
 
 
-Duration = _quantity("time", positive=True)
-Instant = _quantity("time", non_negative=True)
-Temperature = _quantity("temperature")
-VolumeFlow = _quantity("volume_flow", non_negative=True)
-Power = _quantity("power", positive=True)
-Price = _quantity("price", non_negative=True)
+Duration = _quantity("time", positive=True, limit="span")
+Instant = _quantity("time", non_negative=True, limit="span")
+CoolantTemperature = _quantity("temperature", limit="coolant_supply")
+FacilityWaterTemperature = _quantity("temperature", limit="facility_water")
+AirTemperature = _quantity("temperature", limit="cold_aisle")
+VolumeFlow = _quantity("volume_flow", positive=True, limit="rack_flow")
+Power = _quantity("power", positive=True, limit="rack_power")
+RowPower = _quantity("power", positive=True, limit="row_power")
+DevicePower = _quantity("power", positive=True, limit="device_power")
+Price = _quantity("price", non_negative=True, limit="price")
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.\-]+$")]
+#: Whole numbers of things (racks, devices, PSUs, batch slots): at most ten million.
+MAX_COUNT = 10_000_000
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class TimeSpec(_Strict):
@@ -45,16 +51,14 @@ class TimeSpec(_Strict):
     def _step_fits(self):
         if self.step > self.duration:
             raise ValueError(f"step ({self.step:g} s) is longer than the run ({self.duration:g} s)")
-        if self.duration / self.step > 5e8:
-            raise ValueError("more than 5e8 steps; use a longer step")
         return self
 
 
 class Site(_Strict):
     """Boundary conditions of the site (the cooling plant issue replaces them with models)."""
 
-    facility_water_supply: Temperature = 30.0
-    cold_aisle: Temperature = 25.0
+    facility_water_supply: FacilityWaterTemperature = 30.0
+    cold_aisle: AirTemperature = 25.0
 
 
 class CDUSpec(_Strict):
@@ -66,7 +70,7 @@ class CDUSpec(_Strict):
 
     name: Name
     template: str = "in-row-1350kw"
-    supply_temperature: Temperature = 32.0
+    supply_temperature: CoolantTemperature = 32.0
     count: Annotated[int, Field(ge=1, le=100_000)] = 1
 
 
@@ -77,14 +81,14 @@ class RackSpec(_Strict):
     template: str
     count: Annotated[int, Field(ge=1, le=100_000)] = 1
     cdu: str | None = None
-    coolant_flow: VolumeFlow | None = None  # per rack; default from the template
+    coolant_flow: VolumeFlow | None = None  # per rack; default from the template (a loss of flow is an event)
     power_limit: Power | None = None  # per rack AC input; the cap governor lowers clocks to hold it
 
 
 class Row(_Strict):
     name: Name
     racks: Annotated[list[RackSpec], Field(min_length=1)]
-    power_limit: Power | None = None  # sum of the row's rack AC input
+    power_limit: RowPower | None = None  # sum of the row's rack AC input
 
 
 class Hall(_Strict):
@@ -154,7 +158,7 @@ class PowerLimit(_Strict):
     ``fraction`` (of each device's TDP). Later rules override earlier ones."""
 
     select: Select = Select()
-    limit: Power | None = None
+    limit: DevicePower | None = None
     fraction: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
 
     @model_validator(mode="after")
@@ -173,7 +177,7 @@ class DeviceRequest(_Strict):
     """
 
     kind: str
-    count: Annotated[int, Field(ge=1)] | None = None
+    count: Annotated[int, Field(ge=1, le=MAX_COUNT)] | None = None
     select: Select = Select()
     within: Literal["any", "domain"] = "any"
 
@@ -193,7 +197,7 @@ class Smoothing(_Strict):
     """Power smoothing for synchronous training (software fill / power floors, ramp limits)."""
 
     floor: Fraction | None = None  # minimum device power as a fraction of TDP
-    ramp: _quantity("power_rate", positive=True) | None = None  # per device [W/s]
+    ramp: _quantity("power_rate", positive=True, limit="power_rate") | None = None  # per device [W/s]
 
 
 class TrainingJob(_Strict):
@@ -208,7 +212,7 @@ class TrainingJob(_Strict):
     name: Name
     devices: DeviceRequest
     start: Instant = 0.0
-    iterations: Annotated[float, Field(gt=0)] | None = None  # stop after this many (default: run on)
+    iterations: Annotated[float, Field(gt=0, le=1e15)] | None = None  # stop after this many (default: run on)
     iteration_time: Duration  # at full clock
     compute_share: Annotated[float, Field(gt=0.0, lt=1.0)] = 0.7
     u_compute: Fraction = 0.95
@@ -221,7 +225,7 @@ class TrainingJob(_Strict):
     u_all_to_all: Fraction = 0.3
     all_to_all_network_load: Fraction = 1.0  # EFA / NeuronSwitch during the all-to-all phase
     host_load: Fraction = 0.3
-    tokens_per_iteration: Annotated[float, Field(ge=0)] = 0.0
+    tokens_per_iteration: Annotated[float, Field(ge=0, le=1e15)] = 0.0
     checkpoint: Checkpoint | None = None
     mtbf: Duration | None = None  # job-level mean time between failures
     restart_time: Duration = 600.0
@@ -243,18 +247,18 @@ class TrainingJob(_Strict):
 class ModelSpec(_Strict):
     """The served model: size, weight format and KV cache per token."""
 
-    params: Annotated[float, Field(gt=0)]  # parameters, e.g. 70e9
+    params: Annotated[float, Field(gt=0, le=1e15)]  # parameters, e.g. 70e9
     format: Literal[tuple(FORMATS)] = "fp8"  # type: ignore[valid-type]  # weights and matmuls
-    kv_bytes_per_token: Annotated[float, Field(ge=0)] = 163840.0  # e.g. 80 layers × 8 KV heads × 128 × 2 × FP8
-    layers: Annotated[int, Field(ge=1)] | None = None  # default from params (twin.workload.inference.model_shape)
-    d_model: Annotated[int, Field(ge=1)] | None = None
+    kv_bytes_per_token: Annotated[float, Field(ge=0, le=1e9)] = 163840.0  # e.g. 80 layers × 8 KV heads × 128 × 2 × FP8
+    layers: Annotated[int, Field(ge=1, le=100_000)] | None = None  # default from params (twin.workload.inference.model_shape)
+    d_model: Annotated[int, Field(ge=1, le=10_000_000)] | None = None
 
 
 class Arrivals(_Strict):
     """Poisson request arrivals: a constant rate, or 24 hourly multipliers of ``rate``."""
 
-    rate: _quantity("rate", positive=True)
-    daily_profile: Annotated[list[Annotated[float, Field(ge=0)]], Field(min_length=24, max_length=24)] | None = None
+    rate: _quantity("rate", positive=True, limit="rate")
+    daily_profile: Annotated[list[Annotated[float, Field(ge=0, le=1e3)]], Field(min_length=24, max_length=24)] | None = None
 
 
 class InferenceJob(_Strict):
@@ -266,16 +270,16 @@ class InferenceJob(_Strict):
     name: Name
     devices: DeviceRequest
     start: Instant = 0.0
-    replica_size: Annotated[int, Field(ge=1)] = 1
+    replica_size: Annotated[int, Field(ge=1, le=MAX_COUNT)] = 1
     model: ModelSpec
     trace: str | None = None  # CSV path (relative to the scenario) or "azure-code" (bundled)
     arrivals: Arrivals | None = None
-    time_scale: Annotated[float, Field(gt=0)] = 1.0  # >1 replays the trace faster
+    time_scale: Annotated[float, Field(gt=0, le=1e6)] = 1.0  # >1 replays the trace faster
     mfu: Annotated[float, Field(gt=0, le=1)] | None = None  # default: the chip's catalogue figure
     mbu: Annotated[float, Field(gt=0, le=1)] | None = None  # default: the chip's catalogue figure
-    max_batch_size: Annotated[int, Field(ge=1)] = 64
-    max_prefill_tokens: Annotated[float, Field(gt=0)] = 8192.0
-    prefill_chunk: Annotated[float, Field(gt=0)] | None = None  # chunked prefill [tokens per pass]
+    max_batch_size: Annotated[int, Field(ge=1, le=1_000_000)] = 64
+    max_prefill_tokens: Annotated[float, Field(gt=0, le=1e9)] = 8192.0
+    prefill_chunk: Annotated[float, Field(gt=0, le=1e9)] | None = None  # chunked prefill [tokens per pass]
     layer_overhead: Duration | None = None  # per layer and pass; default the Splitwise fit
     collective_overhead: Duration | None = None  # per all-reduce step on top of the fabric latency
     network_load: Fraction = 0.2
@@ -319,9 +323,13 @@ class Record(_Strict):
     device: Duration | Literal["off"] = 10.0
     job: Duration | Literal["off"] = 1.0
     variables: dict[Literal["facility", "cdu", "rack", "sled", "device", "job"], list[str]] = {}
+    #: Memory per group held before a streamed run (``.zarr``) appends it to the store; smaller
+    #: means more, smaller appends (each group keeps at least 16 samples).
+    buffer: _quantity("bytes", positive=True, limit="buffer") = 8 * 2**20
 
 
 from twin.cooling.config import PlantSpec  # noqa: E402
+from twin.scenario.control import ControlSpec  # noqa: E402
 
 EVENT_KINDS = {
     # kind: what `target` names
@@ -352,8 +360,8 @@ class Event(_Strict):
     failover: bool = False  # CDU events: a standby takes over after failover_delay
     failover_delay: Duration = 10.0
     fraction: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0  # share of flow / fans / capacity lost
-    count: Annotated[int, Field(ge=1)] = 1  # PSUs failed per rack; pumps tripped for cdu_pump_trip
-    value: Temperature | None = None  # new setpoint for setpoint_change
+    count: Annotated[int, Field(ge=1, le=1000)] = 1  # PSUs failed per rack; pumps tripped for cdu_pump_trip
+    value: CoolantTemperature | None = None  # new setpoint for setpoint_change
 
     @model_validator(mode="after")
     def _target(self):
@@ -377,7 +385,7 @@ class Scenario(_Strict):
 
     name: Name
     description: str = ""
-    seed: Annotated[int, Field(ge=0)] = 0
+    seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0  # stored as a 64-bit integer
     time: TimeSpec
     site: Site = Site()
     cdus: list[CDUSpec] = []
@@ -396,3 +404,4 @@ class Scenario(_Strict):
     overlays: list[Annotated[str, Field(min_length=1)]] = []  # merged over this file (later wins)
     telemetry: TelemetrySpec | None = None  # measured data for twin calibrate / twin shadow
     calibration: CalibrationRecord | None = None  # what twin calibrate fitted (from an overlay)
+    control: ControlSpec | None = None  # actions, observations and reward for twin.control

@@ -74,8 +74,11 @@ class System:
     hall_names: list[str]
     row_names: list[str]
     extra: dict = field(default_factory=dict)
-    #: Scale-up fabric joining each device to the others of its domain (``rack_system``); "" if none.
+    #: Scale-up fabric joining each device to the others of its domain; "" if none.
     device_fabric: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))
+    #: Scale-up domain of each device: its sled when the sled has its own fabric for the chip
+    #: (an HGX board's NVLink), else its rack's system (or the rack).
+    device_domain: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))
 
     @property
     def shelf_members(self) -> list[np.ndarray]:
@@ -133,6 +136,9 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
     chip["power_excursion"] = np.array([catalog.chips[k].power_excursion.si
                                         if catalog.chips[k].power_excursion else 1.0 for k in kinds])
     chip["p_limit"] = chip["tdp"].copy()  # scenario caps lower it (see the power-limit governor)
+    # lowest settable power limit; the idle power where the catalogue gives none
+    chip["p_limit_min"] = np.array([catalog.chips[k].p_limit_min.si if catalog.chips[k].p_limit_min
+                                    else catalog.chips[k].p_idle.si for k in kinds])
     liquid = np.array([catalog.chips[k].cooling == "liquid" for k in kinds])
     sled_template = _col(sleds, "template", object)
     device_start = _col(sleds, "device_start", np.int64)
@@ -163,7 +169,7 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
         cdu_design_flow=np.array([volume_to_mass_flow_water(t.design_flow.si) for t in cdu_tpl]),
         cdu_pump_power=np.array([t.pump_power.si for t in cdu_tpl]),
         groups=groups, hall_names=layout["hall_names"], row_names=layout["row_names"],
-        device_fabric=col(devices, "fabric", object),
+        device_fabric=col(devices, "fabric", object), device_domain=col(devices, "domain", object),
     )
     # what each rack's power shelves do beyond their healthy PSUs' rating (catalogue ``overload``)
     system.extra["rack_overload_trip"] = np.array(
@@ -204,15 +210,16 @@ def _layout(scenario, catalog, cdu_index, shelf_index) -> dict:
                         shelf=shelf_index[tpl.power_shelf], sled_start=len(sleds),
                     ))
                     _rack_sleds(catalog, tpl, slot.name, len(racks) - 1, racks[-1]["m_coolant"],
-                                sleds, devices, domain_fabric)
+                                sleds, devices, domain_fabric, slot.system)
     return {"racks": racks, "sleds": sleds, "devices": devices, "hall_names": hall_names,
             "row_names": row_names, "row_limits": row_limits}
 
 
 def _rack_sleds(catalog, tpl, rack_name: str, r: int, m_coolant: float, sleds: list, devices: list,
-                domain_fabric: dict) -> None:
-    """Append the sleds and devices of rack ``r``. Liquid flow is split over sleds in proportion
-    to their plates' design flow; each device is joined to its domain by ``domain_fabric[kind]``."""
+                domain_fabric: dict, system: str) -> None:
+    """Append the sleds and devices of rack ``r`` (of ``system``). Liquid flow is split over
+    sleds in proportion to their plates' design flow; each device is joined to its domain by its
+    sled's ``fabric[kind]`` (the sled is the domain) or else ``domain_fabric[kind]``."""
     sled_list = [(s, c.value) for s, c in tpl.sleds.items()]
     design = {
         s: sum(catalog.chips[ch].flow_ref.si * n.value
@@ -235,10 +242,12 @@ def _rack_sleds(catalog, tpl, rack_name: str, r: int, m_coolant: float, sleds: l
                 device_start=len(devices),
             ))
             for chip_name, n in stpl.devices.items():
+                on_sled = chip_name in stpl.fabric
                 for j in range(n.value):
                     devices.append(dict(
-                        name=f"{sled_id}/{chip_name}-{j}", kind=chip_name,
-                        sled=len(sleds) - 1, rack=r, fabric=domain_fabric.get(chip_name, ""),
+                        name=f"{sled_id}/{chip_name}-{j}", kind=chip_name, sled=len(sleds) - 1, rack=r,
+                        fabric=stpl.fabric[chip_name] if on_sled else domain_fabric.get(chip_name, ""),
+                        domain=sled_id if on_sled else system,
                     ))
             slot_no += 1
 

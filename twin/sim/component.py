@@ -16,6 +16,11 @@ defaults) with
     held through the block. With k = 1 that is every step on that step's inputs.
 ``events: tuple[str, ...]``
     The event kinds it owns; ``apply(action)`` is called for each of their actions.
+``controls: tuple[Control, ...]``
+    The inputs an operator or a controller may set between steps (set-points, limits, modes),
+    each with units and bounds; ``control(key)`` reads the values in force and
+    ``set_control(key, values)`` writes them (:mod:`twin.control` builds its action space from
+    these, so equipment that declares a control becomes controllable without changing it).
 ``initialise(state)``, ``step(t, dt, state)``, ``apply(action)``, ``finalise(state)``
 
 Variables that are not recorded (``record=False``) carry internal coupling between components,
@@ -81,6 +86,41 @@ class Var:
         return ("time",) if self.group == "facility" else ("time", self.group)
 
 
+@dataclass(frozen=True)
+class Control:
+    """A declared input that an operator or a controller may set between steps.
+
+    Parameters
+    ----------
+    group : str
+        Entity level the control has one value per: one of :data:`GROUPS` or ``"row"``
+        (facility: one value).
+    name : str
+        Its name (``t_supply_set``), unique within the group; the key is ``"group.name"``.
+    units : str
+        UDUNITS string of its values ("degC", "W", "1").
+    long_name : str
+        What it sets.
+    low, high : float or ndarray
+        Range the equipment accepts, scalar or one value per entity [units].
+    choices : tuple of str, optional
+        A discrete control: the names of its values 0, 1, … (``low``/``high`` are then
+        0 and len − 1).
+    """
+
+    group: str
+    name: str
+    units: str
+    long_name: str
+    low: float | np.ndarray
+    high: float | np.ndarray
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.group}.{self.name}"
+
+
 class Component:
     """Defaults of the component protocol (see the module docstring)."""
 
@@ -88,6 +128,7 @@ class Component:
     outputs: tuple[Var, ...] = ()
     every: int = 1
     events: tuple[str, ...] = ()
+    controls: tuple[Control, ...] = ()
     phase: str = "controllers"  # where ``twin bench`` counts its time
 
     @property
@@ -105,6 +146,14 @@ class Component:
 
     def finalise(self, state: State) -> None:
         pass
+
+    def control(self, key: str) -> np.ndarray:
+        """Values in force of the control ``key`` ("group.name"), one per entity of its group."""
+        raise KeyError(f"{self.name} has no control '{key}'")
+
+    def set_control(self, key: str, values: np.ndarray) -> None:
+        """Set the control ``key`` from the next step on (values within its bounds)."""
+        raise KeyError(f"{self.name} has no control '{key}'")
 
 
 class State(dict):

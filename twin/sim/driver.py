@@ -262,7 +262,8 @@ class Simulation:
         sizes = {"facility": 1, "cdu": sy.cdu_name.size, "rack": sy.n_racks,
                  "sled": sy.sled_name.size, "device": sy.n_devices,
                  "job": len(self.jobs.jobs) if self.jobs else 0}
-        return Recorder(sizes, intervals, self.n_steps * self.n_sub, self.n_sub, variables, sink=sink)
+        return Recorder(sizes, intervals, self.n_steps * self.n_sub, self.n_sub, variables, sink=sink,
+                        buffer_bytes=int(sc.record.buffer))
 
     def _initial_state(self) -> None:
         """Steady state under the first step's demand; with a plant (or another cooling model with

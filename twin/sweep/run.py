@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from twin.report.kpi import kpi_units
 from twin.scenario.errors import ScenarioError
 
 #: Largest facility block (variants × samples × variables) combined into the sweep result;
@@ -34,19 +35,6 @@ from twin.scenario.errors import ScenarioError
 MAX_COMBINED_VALUES = 50_000_000
 #: KPIs shown in the summary and plotted against the parameters when the sweep names none.
 DEFAULT_KPIS = ("pue", "energy_facility_J", "p_facility_peak_W", "t_die_max_degC", "throttled_device_seconds")
-#: Units of KPIs by name suffix (UDUNITS).
-KPI_UNITS = (("_W_per_s", "W s-1"), ("_per_J", "J-1"), ("_L_per_kWh", "L kWh-1"), ("_J", "J"), ("_W", "W"),
-             ("_degC", "degC"), ("_s", "s"), ("_seconds", "s"), ("_hours", "h"), ("_m3", "m3"))
-
-
-def kpi_units(name: str) -> str:
-    """UDUNITS label of a KPI from its name (``_J`` → J, ``_W`` → W, …; ``1`` otherwise)."""
-    for suffix, units in KPI_UNITS:
-        if name.endswith(suffix):
-            return units
-    return "1"
-
-
 def variants_dir(out: str | Path) -> Path:
     """Folder of the per-variant results beside the combined result: ``OUT.variants``."""
     out = Path(out)
@@ -73,10 +61,11 @@ def scenario_overrides(plan, variant) -> tuple[dict, str]:
 def check_variant(plan, variant) -> ScenarioError | None:
     """Validate one variant; its error (``str(err)`` is the one line), or None."""
     from twin.scenario import load_scenario
+    from twin.sim.resources import check_loaded
 
     overrides, _ = scenario_overrides(plan, variant)
     try:
-        load_scenario(plan.base, overrides)
+        check_loaded(load_scenario(plan.base, overrides), streamed=True)  # variants stream to Zarr
     except ScenarioError as exc:
         return exc
     return None
@@ -111,6 +100,27 @@ def tune_malloc() -> bool:
     return ok
 
 
+#: KPIs that are infinite when the thing they time never happens (no throttle, no trip, the
+#: battery never ran out); any other non-finite KPI makes a variant an error.
+MAY_BE_INFINITE = ("time_to_first_throttle_s", "time_to_first_trip_s", "ride_through_s")
+
+
+def non_finite_kpis(kpis: dict) -> str:
+    """``"pue=nan, …"`` for the numeric KPIs that are NaN (or infinite where they may not be)."""
+    import math
+    import numbers
+
+    bad = []
+    for name, value in kpis.items():
+        name = name.removeprefix("kpi_")
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            continue
+        value = float(value)
+        if math.isnan(value) or (math.isinf(value) and name not in MAY_BE_INFINITE):
+            bad.append(f"{name}={value:g}")
+    return ", ".join(bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+
+
 def run_variant(base: str, overrides: dict, text: str, dest: str, solver: str = "fast") -> dict:
     """Run one variant and stream its result to ``dest`` (a .zarr store, renamed into place when
     complete). Runs on a Dask worker: arguments and result are plain data.
@@ -120,6 +130,7 @@ def run_variant(base: str, overrides: dict, text: str, dest: str, solver: str = 
     dict
         ``{"ok": bool, "error": str, "wall": float}`` (wall-clock seconds of the run).
     """
+    from twin.export.dataset import summary
     from twin.export.writers import ZarrStream
     from twin.scenario import load_scenario
     from twin.sim.driver import Simulation
@@ -132,6 +143,10 @@ def run_variant(base: str, overrides: dict, text: str, dest: str, solver: str = 
         stream = ZarrStream(dest)
         sim = Simulation(loaded, solver=solver, sink=stream)
         sim.run()
+        bad = non_finite_kpis(summary(sim))
+        if bad:  # a result no one should plot: an error row, not "ok"
+            stream.abort()
+            return {"ok": False, "error": f"non-finite KPIs: {bad}", "wall": time.perf_counter() - t0}
         stream.finish()
     except ScenarioError as exc:
         if stream is not None:
@@ -380,6 +395,9 @@ def combine(plan, folder: Path, errors: dict[str, str]):
     for v in plan.variants:
         if v.key not in errors and v.key not in cache:
             cache[v.key] = _read_variant(folder / f"{v.key}.zarr")
+            bad = non_finite_kpis({k: x for k, x in cache[v.key][0].items() if k.startswith("kpi_")})
+            if bad:  # a stored result from before this check
+                errors[v.key] = f"non-finite KPIs: {bad}"
     ok = [v.key not in errors for v in plan.variants]
 
     coords = {"scenario": ("scenario", np.arange(n), {"long_name": "sweep variant index"})}

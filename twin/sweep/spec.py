@@ -25,6 +25,7 @@ line and the field path, as the scenario loader does.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
@@ -34,11 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
 from twin.scenario.errors import OptionError, ScenarioError, format_path
-from twin.scenario.loader import _line_of, _read, read_document
+from twin.scenario.files import content_digest, referenced_files
+from twin.scenario.loader import _line_of, read_document
 from twin.units import DIMENSIONS, QuantityError, parse_quantity, udunits, ureg
 
 #: Dotted path into a scenario: keys and list indices, e.g. ``halls.0.rows.0.racks.0.count``.
@@ -419,11 +420,27 @@ def _message(err: dict, loc: tuple) -> str:
     return msg
 
 
-def variant_key(base_text: str, overrides: dict, solver: str) -> str:
-    """Stable hash of what decides a variant's result (base text, overrides, solver)."""
-    payload = json.dumps({"base": base_text, "overrides": overrides, "solver": solver},
-                         sort_keys=True, default=str)
+def variant_key(base_text: str, overrides: dict, solver: str, files: str = "") -> str:
+    """Stable hash of what decides a variant's result: the base text, the overrides, the solver,
+    the contents of the files the variant names (``files``: a
+    :func:`~twin.scenario.files.content_digest`) and the twin itself (its version and bundled
+    catalogue, :func:`twin_fingerprint`)."""
+    payload = json.dumps({"base": base_text, "overrides": overrides, "solver": solver,
+                          "files": files, "twin": twin_fingerprint()}, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1)
+def twin_fingerprint() -> str:
+    """The twin's version and a hash of its bundled catalogue files (a changed catalogue figure
+    changes results even without a new version)."""
+    import twin
+    from twin.catalog.model import CATALOG_FILE
+
+    digest = hashlib.sha256(twin.__version__.encode())
+    for path in sorted(CATALOG_FILE.parent.glob("*.yaml")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def load_sweep(path: str | Path, duration: str | None = None) -> SweepPlan:
@@ -471,10 +488,7 @@ def load_sweep(path: str | Path, duration: str | None = None) -> SweepPlan:
     base = (path.parent / spec.base)
     if not base.is_file():
         raise fail(("base",), f"base scenario not found: {base}")
-    base_text = _read(base)
-    base_data = yaml.load(base_text, Loader=yaml.SafeLoader)
-    if not isinstance(base_data, dict):
-        raise fail(("base",), f"{base}: not a scenario (a YAML mapping)")
+    base_text, _, base_data = read_document(base, "scenario")  # depth, tags, digits checked
 
     params = spec.flat()
     labels = {}
@@ -533,14 +547,19 @@ def load_sweep(path: str | Path, duration: str | None = None) -> SweepPlan:
     for i, point in enumerate(points):
         overrides = dict(fixed)
         overrides.update({by_label[k].path: v for k, v in point.items() if by_label[k].path})
-        variants.append(Variant(i, point, overrides, variant_key(base_text, overrides, spec.solver)))
+        variants.append(Variant(i, point, overrides))
     coords = {}
     for label in labels:
         try:
             coords[label] = coordinate([v.labels[label] for v in variants])
         except Exception:
             coords[label] = ([str(v.labels[label]) for v in variants], {})
-    return SweepPlan(spec, path, text, base, base_text, base_data, variants, coords, lines)
+    plan = SweepPlan(spec, path, text, base, base_text, base_data, variants, coords, lines)
+    digests: dict[str, str] = {}  # file → content hash, each file read once
+    for v in variants:
+        files = content_digest(referenced_files(plan.variant_data(v), base.parent), digests)
+        v.key = variant_key(base_text, v.overrides, spec.solver, files)
+    return plan
 
 
 def sweep_error_for(plan: SweepPlan, err: ScenarioError) -> ScenarioError | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from twin.sim.component import Component, Var
+from twin.sim.component import Component, Control, Var
 
 U = Var("device", "u", "1", "demanded utilisation", per_substep=True)
 REPAIR = Var("device", "repair", "1", "devices whose job restarted this step (trips cleared)", record=False)
@@ -43,6 +43,33 @@ class Demand(Component):
     def __init__(self, workload):
         self.workload = workload
         self.ever_used = np.zeros(workload.n_devices, dtype=bool)  # demanded utilisation ever above 0
+        jobs = workload.jobs
+        if jobs is not None:
+            n_cdu = int(jobs.system.cdu_name.size)
+            self.controls = (
+                Control("job", "admit", "1", "a queued job may start (1) or is held (0)", 0, 1,
+                        choices=("hold", "admit")),
+                Control("job", "placement", "1", "CDU whose racks a queued job goes to first",
+                        0, n_cdu, choices=("any", *map(str, jobs.system.cdu_name))),
+            )
+
+    def control(self, key: str) -> np.ndarray:
+        jobs = self.workload.jobs
+        if jobs is None or key not in ("job.admit", "job.placement"):
+            return super().control(key)
+        return jobs.admit.astype(np.int64) if key == "job.admit" else jobs.prefer_cdu + 1
+
+    def set_control(self, key: str, values) -> None:
+        """``job.admit`` (0 hold, 1 admit) and ``job.placement`` (0 any, k: the k-th CDU) of
+        each job; they act on jobs still queued."""
+        jobs = self.workload.jobs
+        if jobs is None or key not in ("job.admit", "job.placement"):
+            super().set_control(key, values)
+        values = np.asarray(values, dtype=np.int64)
+        if key == "job.admit":
+            jobs.admit[:] = values.astype(bool)
+        else:
+            jobs.prefer_cdu[:] = values - 1
 
     def initialise(self, state) -> None:
         jobs = self.workload.jobs

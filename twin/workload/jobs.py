@@ -38,9 +38,11 @@ NETWORK_ROLES = ("nic", "switch")
 
 def scale_up_link(catalog, kind: str) -> tuple[float, float]:
     """Per-chip bandwidth [B/s] and step latency [s] of the scale-up fabric joining ``kind``
-    chips (from the catalogue's ``fabrics``); no fabric: (inf, 0)."""
+    chips (from the catalogue's ``fabrics``: the first sled, system or rack that names one);
+    no fabric: (inf, 0)."""
     fabrics = getattr(catalog, "fabrics", None) or {}
-    for holder in (*getattr(catalog, "systems", {}).values(), *getattr(catalog, "racks", {}).values()):
+    for holder in (*getattr(catalog, "sleds", {}).values(), *getattr(catalog, "systems", {}).values(),
+                   *getattr(catalog, "racks", {}).values()):
         name = (getattr(holder, "fabric", None) or {}).get(kind) if isinstance(getattr(holder, "fabric", None), dict) else None
         if name in fabrics:
             f = fabrics[name]
@@ -73,6 +75,7 @@ class JobState:
     unplaceable: str = ""  # why the gang can never be placed
     path: object = None  # CollectivePath of a placed gang (training with fabric timing)
     t_collective: float = np.nan  # all-reduce (+ all-to-all) time per iteration on its fabrics [s]
+    trace_end: float | None = None  # arrival of a trace-driven inference job's last request [s]
     #: scale-out NICs of a gang inside one scale-up domain: its collectives do not cross them
     quiet_nics: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
@@ -92,7 +95,7 @@ class JobSet:
         self.system = system
         self.catalog = catalog
         self.scale_out = scale_out or DEFAULT_SCALE_OUT
-        self.domain = np.unique(system.rack_system[system.device_rack], return_inverse=True)[1]
+        self.domain = np.unique(system.device_domain, return_inverse=True)[1]
         self.rng = rng
         self.h_w = h_w
         self.owner = np.full(system.n_devices, -1, dtype=np.int64)
@@ -101,6 +104,10 @@ class JobSet:
         self.jobs = [JobState(spec, i) for i, spec in enumerate(jobs)]
         self.floor = np.zeros(system.n_devices)  # power floor per device [W]
         self.ramp = np.full(system.n_devices, np.inf)  # ramp limit per device [W/s]
+        #: Operator inputs per job: a queued job starts only while admitted, and is placed on
+        #: the racks of CDU ``prefer_cdu`` when they have room (−1: anywhere).
+        self.admit = np.ones(len(jobs), dtype=bool)
+        self.prefer_cdu = np.full(len(jobs), -1, dtype=np.int64)
         for job in self.jobs:
             mask = select_devices(job.spec.devices.select, system) & (system.device_kind == job.spec.devices.kind)
             available = int(mask.sum())
@@ -170,6 +177,7 @@ class JobSet:
             except (ValueError, OSError) as exc:
                 raise FieldError(("jobs", job.index, "trace"), str(exc)) from None
             table = table.assign(arrival=table["arrival"] / spec.time_scale)
+            job.trace_end = spec.start + (float(table["arrival"].max()) if len(table) else 0.0)
         else:
             arr = spec.arrivals
             rate = arr.daily_profile if arr.daily_profile is not None else arr.rate
@@ -185,7 +193,7 @@ class JobSet:
     def _place(self, job: JobState) -> bool:
         """Gang placement by scale-up domain (:func:`twin.workload.placement.choose_gang`)."""
         sy = self.system
-        free = job.candidates[self.owner[job.candidates] < 0]
+        free = self._preferred(job, job.candidates[self.owner[job.candidates] < 0])
         pick = choose_gang(self.domain[free], job.need, job.spec.devices.within == "domain")
         if pick is None:
             return False
@@ -214,6 +222,15 @@ class JobSet:
             if smoothing.ramp is not None:
                 self.ramp[job.devices] = smoothing.ramp
         return True
+
+    def _preferred(self, job: JobState, free: np.ndarray) -> np.ndarray:
+        """The free candidates on the job's preferred CDU when they can hold it, else all."""
+        cdu = self.prefer_cdu[job.index]
+        if cdu < 0:
+            return free
+        sy = self.system
+        on = free[sy.rack_cdu[sy.device_rack[free]] == cdu]
+        return on if on.size >= job.need else free
 
     @staticmethod
     def _fabric_timed(job: JobState) -> bool:
@@ -270,6 +287,10 @@ class JobSet:
                 out.append(f"{name} never started: its devices were busy the whole run")
             elif isinstance(job.spec, InferenceJob) and job.state != QUEUED and job.progress == 0:
                 out.append(f"{name} served 0 requests")
+            end = job.trace_end
+            if end is not None and end < t_end:
+                out.append(f"{name}: its trace's last request arrives at {end:,.0f} s of a {t_end:,.0f} s run "
+                           f"(no requests after)")
         return out
 
     def _release(self, job: JobState) -> None:
@@ -293,7 +314,7 @@ class JobSet:
             if job.state == UNPLACEABLE:
                 continue
             if job.state == QUEUED:
-                if t >= spec.start and self._place(job):
+                if t >= spec.start and self.admit[job.index] and self._place(job):
                     job.state = RUNNING
                     job.started = t
                     if isinstance(spec, InferenceJob):

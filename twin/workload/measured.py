@@ -61,13 +61,15 @@ MODELS = {
     "llama2-70b": ServedModel(68.98e9, 80, 8192, 8, 128, "fp16"),
     "bloom-176b": ServedModel(176.25e9, 70, 14336, 112, 128, "fp16"),
 }
-#: Splitwise hardware names → catalogue chip and the NVLink generation joining its 8 GPUs.
+#: Splitwise hardware names → catalogue chip and the NVLink fabric (catalogue ``fabrics``)
+#: joining its 8 GPUs.
 HARDWARE = {"a100-80gb": ("a100-sxm", "nvlink-3"), "h100-80gb": ("h100-sxm", "nvlink-4")}
-#: NVLink per-GPU bandwidth (one direction) [B/s] and step latency [s] of the HGX boards.
-NVLINK = {
-    "nvlink-3": (300e9, 1e-6),  # NVIDIA A100 datasheet: 600 GB/s NVLink per GPU (both directions)
-    "nvlink-4": (450e9, 1e-6),  # NVIDIA H100 datasheet: 900 GB/s NVLink per GPU (both directions)
-}
+
+
+def nvlink(catalog, fabric: str) -> tuple[float, float]:
+    """Per-GPU bandwidth, one direction [B/s], and step latency [s] of a catalogue fabric."""
+    f = catalog.fabrics[fabric]
+    return f.bandwidth.si, f.latency.si
 
 
 def read_splitwise() -> pd.DataFrame:
@@ -84,8 +86,8 @@ def _with_hardware(rows: pd.DataFrame, catalog) -> pd.DataFrame:
     fmt = [m.format for m in models]
     rows["flops_chip"] = [c.flops["bf16" if f in ("fp16", "bf16") else f].si for c, f in zip(chips, fmt)]
     rows["hbm_chip"] = [c.hbm_bandwidth.si for c in chips]
-    rows["fabric_bw"] = [NVLINK[HARDWARE[h][1]][0] for h in rows["hardware"]]
-    rows["fabric_latency"] = [NVLINK[HARDWARE[h][1]][1] for h in rows["hardware"]]
+    rows["fabric_bw"] = [nvlink(catalog, HARDWARE[h][1])[0] for h in rows["hardware"]]
+    rows["fabric_latency"] = [nvlink(catalog, HARDWARE[h][1])[1] for h in rows["hardware"]]
     for name in ("params", "layers", "d_model"):
         rows[name] = [getattr(m, name) for m in models]
     rows["weight_bytes"] = [m.params * bytes_per_param(m.format) for m in models]
@@ -186,7 +188,7 @@ def simulate_row(row, catalog, step: float = 0.25) -> dict:
     model = MODELS[row["model"]]
     tp, b = int(row["tensor_parallel"]), int(row["batch_size"])
     args = pool_arguments(chip, tp, params=model.params, fmt=model.format, kv_bytes_per_token=model.kv_bytes,
-                          layers=model.layers, d_model=model.d_model, link=NVLINK[fabric],
+                          layers=model.layers, d_model=model.d_model, link=nvlink(catalog, fabric),
                           max_batch_size=max(b, 1), max_prefill_tokens=float(b * row["prompt_size"]))
     args["kv_capacity"] = np.inf  # the configurations were measured to fit
     req = pd.DataFrame({"arrival": np.zeros(b), "prompt_tokens": float(row["prompt_size"]),

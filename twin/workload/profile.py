@@ -102,6 +102,13 @@ class Replay:
         missing = {"time", "device", "u"} - set(table.columns)
         if missing:
             raise FieldError(where, f"replay file {path} lacks columns {sorted(missing)}")
+        times = pd.to_numeric(table["time"], errors="coerce")
+        bad_time = ~(np.isfinite(times) & (times >= 0))
+        if bad_time.any():
+            bad = table.index[bad_time][0]
+            raise FieldError(where, f"replay file {path} line {bad + 2}: time must be a number of seconds >= 0, "
+                                    f"got '{table['time'].iloc[bad]}'")
+        table = table.assign(time=times.astype(float))
         if not table["u"].between(0, 1).all():
             bad = table.index[~table["u"].between(0, 1)][0]
             raise FieldError(where, f"replay file {path} line {bad + 2}: u must be within 0..1")
@@ -111,9 +118,14 @@ class Replay:
             raise FieldError(where, f"replay file {path}: unknown device '{unknown[0]}'")
         wide = table.pivot_table(index="time", columns="device", values="u", aggfunc="last").sort_index()
         wide = wide.ffill().fillna(0.0)
+        self.path = path
         self.times = wide.index.to_numpy(dtype=float)
         self.values = wide.to_numpy(dtype=float)
         self.columns = np.array([index[d] for d in wide.columns])
+        # ∫u dt from the first sample to each sample time (zero-order hold), for step means.
+        self.integral = np.zeros_like(self.values)
+        if len(self.times) > 1:
+            self.integral[1:] = np.cumsum(self.values[:-1] * np.diff(self.times)[:, None], axis=0)
 
     def at(self, t):
         """Values (len(t), columns) in force at times ``t`` (zero-order hold; 0 before the first)."""
@@ -121,6 +133,27 @@ class Replay:
         out = self.values[np.maximum(i, 0)]
         out[i < 0] = 0.0
         return out
+
+    def _cumulative(self, t):
+        """∫₀ᵗ u dt' of the held samples at times ``t`` (len(t), columns) [s]."""
+        i = np.searchsorted(self.times, t, side="right") - 1
+        j = np.maximum(i, 0)
+        out = self.integral[j] + self.values[j] * (np.asarray(t) - self.times[j])[:, None]
+        out[i < 0] = 0.0
+        return out
+
+    def mean(self, t, h: float):
+        """Mean over [t, t + h) of the held samples (len(t), columns) [1]:
+        (U(t + h) − U(t)) / h with U the running integral, so samples finer than the step are
+        averaged rather than skipped."""
+        t = np.asarray(t, dtype=float)
+        mean = (self._cumulative(t + h) - self._cumulative(t)) / h
+        # A step inside one sample interval is that sample exactly (no round-off of the difference).
+        i0 = np.searchsorted(self.times, t, side="right") - 1
+        i1 = np.searchsorted(self.times, t + h, side="left") - 1
+        within = i0 == np.maximum(i1, i0)
+        mean[within] = self.at(t[within])
+        return mean
 
 
 class ProfileWorkload:
@@ -139,6 +172,12 @@ class ProfileWorkload:
                 self.rules.append(("constant", rule.u, np.flatnonzero(mask)))
         self.n = system.n_devices
 
+    def warnings(self, t_end: float) -> list[str]:
+        """Replay files that end before the run does (their last values are held)."""
+        return [f"replay file {spec.path.name} ends at {spec.times[-1]:,.0f} s of a {t_end:,.0f} s run: "
+                f"its last values are held" for kind, spec, _ in self.rules
+                if kind == "replay" and spec.times[-1] < t_end]
+
     def demand(self, t0: float, h: float, n: int) -> np.ndarray:
         """Step-mean demanded utilisation for ``n`` steps from ``t0`` (shape (n, devices)) [1]."""
         t = t0 + h * np.arange(n)
@@ -150,5 +189,5 @@ class ProfileWorkload:
                 u[:, idx] = profile_mean(spec, t, h)[:, None]
             else:
                 cols = spec.columns[idx[spec.columns]]
-                u[:, cols] = spec.at(t)[:, idx[spec.columns]]
+                u[:, cols] = spec.mean(t, h)[:, idx[spec.columns]]
         return u
