@@ -52,3 +52,35 @@ def test_short_history_merges_slugs_and_keeps_the_heat():
         heat_in += rho_cp * 0.01 * t_in[0]
         heat_out += rho_cp * 0.01 * out[0]
     assert heat_in - heat_out == pytest.approx(float((line.stored_heat(rho_cp) - e0)[0]), rel=1e-9, abs=1e-3)
+
+
+def test_setpoint_step_reaches_the_racks_after_the_supply_pipe_transit():
+    """The quickstart's CDU supply set-point steps 34 → 35 °C at 60 s. The new water reaches the
+    racks τ = V_supply / Q later (V from the catalogue, Q the run's secondary flow, constant
+    here): the racks' supply is 34 °C until the step the front leaves the pipe in, and in that
+    step's successor (the racks take the supply the CDU's step computed) it is the plug-flow mix
+    34 + f, f = the share of new water, then 35 °C. Closed form to 1e-9 (exact arithmetic on a
+    plug flow at constant Q)."""
+    from tests.conftest import SCENARIOS
+    from twin.catalog.model import load_catalog
+    from twin.export.dataset import build_tree
+    from twin.scenario import load_scenario
+    from twin.sim.driver import Simulation
+    from twin.units import RHO_WATER
+
+    over = {"time": {"duration": "150 s"}, "record": {"rack": "1 s", "cdu": "1 s", "device": "off"},
+            "events": [{"at": "60 s", "kind": "setpoint_change", "target": "cdu-1", "value": "35 degC"}]}
+    sim = Simulation(load_scenario(SCENARIOS / "quickstart.yaml", over))
+    sim.run()
+    tree = build_tree(sim)
+    supply = tree["rack"]["t_coolant_supply"].values[:, 0]
+    flow = tree["cdu"]["flow"].values[:, 0] / RHO_WATER  # [m³/s]
+    assert np.ptp(flow[55:]) < 1e-12 * flow[60]  # idle: the flow is steady
+    tau = load_catalog().cdus["in-row-1350kw"].supply_volume.si / flow[60]
+    assert 20 < tau < 60  # 150 L at a tenth of the design flow: tens of seconds
+    first = int(np.flatnonzero(supply != 34.0)[0])  # record interval [first, first + 1) s
+    assert first == 60 + int(np.floor(tau)) + 1
+    share = first - (60 + tau)  # new water in the step before, ending at first
+    assert supply[first] == pytest.approx(34.0 + share, abs=1e-9)
+    assert np.all(supply[first + 1:] == 35.0)
+    assert np.all(supply[:first] == 34.0)

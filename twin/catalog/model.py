@@ -455,6 +455,7 @@ class CDU(Entry):
     ua: ThermalConductance | None = None  # heat-exchanger UA at design flows [W/K]
     primary_flow: VolumeFlow | None = None  # facility-water flow at design (valve open) [m3/s]
     secondary_volume: Volume | None = None  # coolant in the CDU, reservoir and row piping [m3]
+    supply_volume: Volume | None = None  # coolant between the CDU outlet and its racks' inlets [m3]
     pumps: Count | None = None  # duty pumps N that together give the design flow
     standby_pumps: Count | None = None  # standby pumps (N+1 → 1)
     pump: str | None = None  # pump template (curve) of each duty pump

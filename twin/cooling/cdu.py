@@ -23,6 +23,7 @@ import numpy as np
 
 from twin.cooling.cdu_pumps import CduPumps
 from twin.cooling.config import COOLING_MODES
+from twin.cooling.transport import PlugFlowDelay
 from twin.sim.component import Component, Control, Var, step_mean
 from twin.sim.events import cdu_targets
 from twin.units import CP_WATER, RHO_WATER
@@ -87,6 +88,9 @@ class SimpleCdu(Component):
         Cold-aisle air temperature [degC].
     pumps : CduPumps
         The CDUs' secondary pumps (trips, failover, power).
+    supply_volume : ndarray, optional
+        Coolant between each CDU's outlet and its racks' inlets [m³] (0: the racks see the
+        CDU's supply at once).
 
     Notes
     -----
@@ -95,6 +99,9 @@ class SimpleCdu(Component):
     curve in the catalogue P_pump = P_d (ṁ/ṁ_d)³); the heat removed is the heat the racks send.
     A pump trip leaves what the running pumps give on the loop's curve until a standby takes
     over or it clears; a CDU failure stops the secondary flow until it clears or fails over.
+    A change of the CDU's supply (a set-point change) reaches the racks through the supply
+    pipe in plug flow (:class:`~twin.cooling.transport.PlugFlowDelay`), τ = V_supply / Q after
+    it left the CDU, Q the secondary flow at the time.
     """
 
     inputs = ("cdu.flow", "cdu.q_in")
@@ -103,8 +110,13 @@ class SimpleCdu(Component):
     controls = (T_SUPPLY_SET,)
     phase = "integration"
 
-    def __init__(self, system, t_facility: float, t_cold_aisle: float, pumps: CduPumps):
+    def __init__(self, system, t_facility: float, t_cold_aisle: float, pumps: CduPumps,
+                 supply_volume=None):
         self.sy = system
+        n = system.cdu_name.size
+        self.supply_volume = np.zeros(n) if supply_volume is None else np.asarray(supply_volume, dtype=float)
+        self.line = None  # the supply pipes (built on the first step, sized to its length)
+        self.t_racks = None  # supply arriving at the racks [degC]
         self.t_facility = t_facility
         self.t_cold_aisle = t_cold_aisle
         self.setpoint = system.cdu_setpoint.copy()
@@ -119,9 +131,17 @@ class SimpleCdu(Component):
         loop's curve, 0 while the CDU is down."""
         return np.where(self.down, 0.0, self.pumps.flow_factor)
 
+    @property
+    def t_outlet(self) -> np.ndarray:
+        """Supply temperature leaving each CDU [degC]: max(set-point, facility water + approach)."""
+        return np.maximum(self.setpoint, self.t_facility + self.sy.cdu_approach)
+
     def _boundaries(self) -> None:
         st = self.state
-        st["cdu.t_supply_next"] = np.maximum(self.setpoint, self.t_facility + self.sy.cdu_approach)
+        out = self.t_outlet
+        if self.t_racks is None:
+            self.t_racks = out.copy()
+        st["cdu.t_supply_next"] = np.where(self.supply_volume > 0, self.t_racks, out)
         st["cdu.flow_factor"] = self.flow_factor
 
     def initialise(self, state) -> None:
@@ -135,6 +155,19 @@ class SimpleCdu(Component):
         state["cdu.p_pump"] = p_pump
         state["cdu.q"] = state["cdu.q_in"]
         state["facility.p_cooling"] = np.array([float(p_pump.sum())])
+        if (self.supply_volume > 0).any():
+            self._transport(state["cdu.flow"] / RHO_WATER, dt)
+
+    def _transport(self, flow, dt: float) -> None:
+        """Push the step's supply through the supply pipes; the racks get what arrives."""
+        if self.line is None:
+            # enough slugs for the transit at a tenth of the design flow (beyond, they merge)
+            with np.errstate(divide="ignore"):
+                tau = self.supply_volume / (0.1 * self.sy.cdu_design_flow / RHO_WATER)
+            steps = int(np.ceil(np.nanmax(np.where(np.isfinite(tau), tau, 0.0)) / dt)) + 2
+            self.line = PlugFlowDelay(self.supply_volume, self.t_racks, capacity=min(max(steps, 8), 4096))
+        self.t_racks = self.line.step(self.t_outlet, flow, dt)
+        self._boundaries()
 
     def apply(self, action) -> bool:
         ev, start = action.event, action.what == "start"

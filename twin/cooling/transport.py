@@ -122,4 +122,10 @@ class PlugFlowDelay:
         heat_out = (out_v * self.slug_t).sum(axis=1)
         self.slug_v = self.slug_v - out_v
         oldest = self.slug_t[np.arange(self.slug_t.shape[0]), np.argmax(self.slug_v > 0, axis=1)]
-        return np.divide(heat_out, out_vol, out=oldest.copy(), where=out_vol > 0)
+        mean = np.divide(heat_out, out_vol, out=oldest.copy(), where=out_vol > 0)
+        # water of one temperature leaves at exactly that temperature (the weighted mean could
+        # differ from it in the last bit, and a steady supply should stay bit-for-bit steady)
+        leaving = out_v > 0
+        hi = np.where(leaving, self.slug_t, -np.inf).max(axis=1)
+        lo = np.where(leaving, self.slug_t, np.inf).min(axis=1)
+        return np.where(leaving.any(axis=1) & (hi == lo), hi, mean)

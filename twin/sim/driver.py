@@ -210,7 +210,8 @@ class Simulation:
                                                       "are not modelled together"))
         pumps = CduPumps(entries, loaded.catalog.pumps)
         if not kinds:
-            return SimpleCdu(sy, sc.site.facility_water_supply, sc.site.cold_aisle, pumps)
+            volume = np.array([e.supply_volume.si if e.supply_volume is not None else 0.0 for e in entries])
+            return SimpleCdu(sy, sc.site.facility_water_supply, sc.site.cold_aisle, pumps, volume)
         return CDU_MODELS[kinds[0]](sy, sc.site.facility_water_supply, sc.site.cold_aisle, pumps, entries)
 
     def _build_plant(self, loaded) -> PlantCdu:
