@@ -110,6 +110,8 @@ for _case, (_file, _over) in CASES.items():
                        "hall-1k", "phoenix-events")
     CHANGED[_case] = "; ".join(filter(None, [CHANGED.get(_case), _PLATES, _CHAIN if _plant else None,
                                              _PUMPS]))
+CHANGED["quickstart-events"] += ("; the set-point change reaches the racks through the in-row CDU's supply "
+                                 "pipe (150 L, plug flow), τ = V/Q after it leaves the CDU")
 
 
 def run_case(name: str) -> dict[str, float | str]:
