@@ -1,14 +1,15 @@
 """The power chain upstream of the racks as a component: busway/PDU → UPS (modules + battery) →
 transformers → utility, with its sizing. Facility power and energy are defined here, once.
 
-``facility.p_facility`` = utility input = IT power (rack AC input) + cooling + busway, UPS and
-transformer losses. Its exact time integral is the KPI ``energy_facility_J``, the live counter
+``facility.p_facility`` = facility input (the utility, or the UPS battery during an outage) = IT
+power (rack AC input) + cooling + busway, UPS and transformer losses. Its exact time integral is the KPI ``energy_facility_J``, the live counter
 ``twin_facility_energy_joules_total`` and the OpenMetrics backfill alike (all read this one
 variable). Cooling equipment is fed from the transformers, not through the UPS. Without a
 scenario ``plant:`` there is no chain to model: utility input = IT + cooling, no upstream losses.
 
 During a ``utility_outage`` the IT load rides on the UPS battery (cooling stops drawing from the
-utility too: the chillers trip, see the plant); when the battery is empty every device goes dark.
+utility too: the chillers trip, see the plant); when the battery is empty every rack goes dark
+(no IT power at all) until the utility returns, and its devices stay tripped.
 """
 
 from __future__ import annotations
@@ -57,7 +58,11 @@ class PowerChain(Component):
     the modules; transformers ⌈1.25 P_design (1 + busway loss) / rating⌉, sharing the load.
     Per step: P_bus = P_IT (1 + f_busway); P_UPS,in from the UPS efficiency curve at the
     modules' load; P_util = P_UPS,in + P_cooling (on battery: P_cooling alone, the battery
-    supplies P_UPS,in); P_facility = P_util + transformer losses at the transformers' load.
+    supplies P_UPS,in); P_facility = P_util + transformer losses at the transformers' load, plus
+    the battery's discharge P_UPS,in while on battery: facility power counts every source that
+    feeds the facility (The Green Grid, WP 49: total facility energy includes on-site sources),
+    so PUE stays ≥ 1 through an outage. When the battery is empty every rack is dark
+    (:class:`~twin.power.shelves.Shelves`) until the utility returns.
     """
 
     inputs = ("facility.p_it", "facility.p_cooling", "rack.p_loss")
@@ -98,14 +103,15 @@ class PowerChain(Component):
             return p_it + p_cooling, 0.0, 0.0
         p_bus = busway_input_power(p_it)
         p_ups_in = float(ups_input_power(np.array([p_bus]), self.ups_rating, *self.ups_curve)[0])
-        if self.on_battery:
-            self.battery_left -= p_ups_in * dt
-            p_util = p_cooling
+        p_battery = 0.0
+        if self.on_battery:  # the battery feeds the UPS; it never goes below empty
+            self.battery_left = max(0.0, self.battery_left - p_ups_in * dt)
+            p_util, p_battery = p_cooling, p_ups_in
         else:
             p_util = p_ups_in + p_cooling
         n, tr = self.n_transformers, self.transformer
         loss_tr = float(n * transformer_losses(p_util / n, tr.rating.si, tr.no_load_loss.si, tr.load_loss.si))
-        return p_util + loss_tr, p_ups_in - p_it, loss_tr
+        return p_util + loss_tr + p_battery, p_ups_in - p_it, loss_tr
 
     def step(self, t: float, dt: float, state) -> None:
         p_it_sub = state["facility.p_it"]
@@ -117,9 +123,10 @@ class PowerChain(Component):
         if self.modelled:
             state["facility.p_ups_loss"] = np.array([loss_ups])
             state["facility.p_transformer_loss"] = np.array([loss_tr])
-            if self.on_battery and self.battery_left <= 0 and not math.isfinite(self.ride_through):
+            empty = self.on_battery and self.battery_left <= 0  # every rack dark from the next step
+            if empty and not math.isfinite(self.ride_through):
                 self.ride_through = t + dt - self.outage_start
-                state["facility.battery_empty"] = np.array([True])
+            state["facility.battery_empty"] = np.array([empty])
         tot = self.totals
         tot.p_facility_peak = max(tot.p_facility_peak, float(p_it_sub.max()) + over_it)
 

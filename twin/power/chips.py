@@ -121,10 +121,11 @@ class Governors(Component):
     Reads the die temperatures and rack powers of the step just taken and sets the clock limit
     and the trips for the next one (:func:`~twin.power.governor.thermal_governor`,
     :func:`~twin.power.governor.shutdown_trip`, :func:`~twin.power.governor.cap_governor`).
-    A restarted job's devices are cleared first; when the UPS battery runs out every device trips.
+    A restarted job's devices are cleared first; the devices of a rack without input power
+    (its PSUs tripped on over-current, or the UPS battery ran out) trip.
     """
 
-    inputs = ("device.u", "device.t_die", "rack.p_ac", "device.repair", "facility.battery_empty")
+    inputs = ("device.u", "device.t_die", "rack.p_ac", "device.repair", "rack.psu_tripped", "facility.battery_empty")
     outputs = (THROTTLED, RACK_THROTTLED, RACK_CAPPED, CLOCK_LIMIT, TRIPPED, P_LIMIT)
     phase = "controllers"
 
@@ -190,10 +191,14 @@ class Governors(Component):
             self.clock = clock
         if self.first_throttle == math.inf and throttled.any():
             self.first_throttle = t
+        # A rack without input power from the next step (its PSUs tripped, or the UPS battery is
+        # empty): its devices are off.
+        if state["facility.battery_empty"][0]:
+            self.tripped[:] = True
+        elif state["rack.psu_tripped"].any():
+            self.tripped |= state["rack.psu_tripped"][sy.device_rack]
         if self.first_trip == math.inf and self.tripped.any() and not was_tripped.any():
             self.first_trip = t + dt
-        if state["facility.battery_empty"][0]:
-            self.tripped[:] = True  # the UPS battery is empty: everything goes dark
         state["device.throttled"] = throttled
         state["rack.throttled"] = sy.rack_sum(sy.sled_sum(throttled.astype(float))) / self.rack_devices
         state["rack.capped"] = capped
