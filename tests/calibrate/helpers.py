@@ -88,6 +88,9 @@ def make_telemetry(folder: Path, n: int = 432, seed: int = 11) -> dict:
              "utilisation": dev["u"].values[:, 0] * 100.0}
     rows = [pd.DataFrame({"time": t.strftime("%Y-%m-%dT%H:%M:%S"), "Hostname": HOST, "gpu": GPU,
                           "metric": DCGM[q], "value": v}) for q, v in noisy.items()]
+    # A second GPU the scenario does not map, and a metric the twin does not use: reported, skipped.
+    rows.append(rows[0].assign(gpu=GPU + 1))
+    rows.append(rows[0].assign(metric="DCGM_FI_DEV_FAN_SPEED"))
     csv = folder / "telemetry.csv"
     pd.concat(rows, ignore_index=True).to_csv(csv, index=False)
     return {"csv": csv, "truth": clean, "noisy": noisy, "times": t}

@@ -11,9 +11,9 @@ and the fit is repeated from there.
 The Jacobian comes from forward differences, every column from the same twin run (one copy per
 perturbed parameter set, see :class:`~twin.calibrate.model.TwinModel`). Parameter uncertainty:
 
-- ``jacobian``: Cov = s² (JᵀJ)⁻¹ with J the loss-weighted Jacobian at the solution and
-  s² = 2·cost / (m − n), the residual variance (the usual asymptotic least-squares estimate;
-  optimistic when residuals are correlated in time, as hourly telemetry's are);
+- ``jacobian``: the asymptotic covariance of the robust estimate, s²(JᵀJ)⁻¹ with s² from the
+  loss's influence function at the residuals (see :func:`_covariance`); optimistic when residuals
+  are correlated in time, as hourly telemetry's are;
 - ``bootstrap`` (``n_bootstrap`` > 0): a moving-block bootstrap — blocks of consecutive samples
   (length ⌈m^(1/3)⌉) drawn with replacement, the fit repeated from the solution on each
   resample; σ is the standard deviation of the refitted values. Blocks keep the residuals'
@@ -202,17 +202,25 @@ class Objective:
                              ftol=TOLERANCE, gtol=TOLERANCE)
 
 
-def _covariance(res, n_params: int) -> np.ndarray:
-    """s² (JᵀJ)⁻¹ from a least_squares result (in its coordinates)."""
-    J = res.jac
-    m = J.shape[0]
-    dof = max(m - n_params, 1)
-    s2 = 2.0 * res.cost / dof
+def _covariance(r: np.ndarray, J: np.ndarray) -> np.ndarray:
+    """Asymptotic covariance of the robust (M-) estimate from the residuals ``r`` and Jacobian
+    ``J`` of the noise-normalised problem at the solution (in its coordinates).
+
+    Cov = [Σ ψ(rᵢ)² / (m − n)] / [Σ ψ'(rᵢ) / m]² · (JᵀJ)⁻¹, with ψ the influence function of the
+    soft-l1 loss at scale c: ψ(r) = r / √(1 + (r/c)²), ψ'(r) = (1 + (r/c)²)^(−3/2). For c → ∞ it
+    is the least-squares s²(JᵀJ)⁻¹; with the robust loss it accounts for the weight the loss
+    takes off large residuals (Huber 1981, "Robust Statistics", §7.6).
+    """
+    m, n = J.shape
+    w = 1.0 + (r / F_SCALE) ** 2
+    psi = r / np.sqrt(w)
+    dpsi = w ** -1.5
+    scale = (np.sum(psi ** 2) / max(m - n, 1)) / max(np.mean(dpsi), 1e-12) ** 2
     _, sv, vt = np.linalg.svd(J, full_matrices=False)
     tiny = np.finfo(float).eps * max(J.shape) * (sv[0] if sv.size else 0.0)
     inv = np.where(sv > tiny, 1.0 / np.maximum(sv, tiny) ** 2, np.inf)
     cov = (vt.T * inv) @ vt
-    return cov * s2
+    return cov * scale
 
 
 def _blocks(m_rows: np.ndarray, times: int, rng, length: int) -> np.ndarray:
@@ -252,7 +260,7 @@ def calibrate(model: TwinModel, fit_window, holdout_window=None, *, n_bootstrap:
     obj.reestimate_noise(first.x)
     second = obj.solve(first.x)
     z = second.x
-    cov_z = _covariance(second, P)
+    cov_z = _covariance(obj.fun(second.x), obj.jac(second.x))
     value = obj.theta(z)
     sig_j = np.sqrt(np.maximum(np.diag(cov_z), 0.0)) * obj.scale
     sig_b = None
