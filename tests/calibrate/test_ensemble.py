@@ -54,7 +54,7 @@ def test_band_of_the_fitted_figures_covers_the_truth(ensemble, recovery):
     """The ensemble's p5–p95 band of each fitted figure is the fit's ±1.645σ, and it covers the
     truth. For a correct σ each truth falls inside its 90 % band with probability 0.9, so with
     three figures at least two are inside except with probability ~3 % (binomial); with the fixed
-    seeds here the truths sit at z = +1.2, +0.7 and −2.0 fitted σ (p_idle, r_jc, p_leak_ref; the
+    seeds here the fits sit at z = −1.3, −0.6 and +2.0 fitted σ from the truth (p_idle, r_jc, p_leak_ref; the
     calibration σ itself is checked against 2,000 simulated noise draws in the issue notes)."""
     root = ensemble["tree"].to_dataset()
     band = root["parameter_band"]

@@ -202,25 +202,32 @@ class Objective:
                              ftol=TOLERANCE, gtol=TOLERANCE)
 
 
-def _covariance(r: np.ndarray, J: np.ndarray) -> np.ndarray:
+def _covariance(r: np.ndarray, J: np.ndarray, group: np.ndarray) -> np.ndarray:
     """Asymptotic covariance of the robust (M-) estimate from the residuals ``r`` and Jacobian
     ``J`` of the noise-normalised problem at the solution (in its coordinates).
 
-    Cov = [Σ ψ(rᵢ)² / (m − n)] / [Σ ψ'(rᵢ) / m]² · (JᵀJ)⁻¹, with ψ the influence function of the
-    soft-l1 loss at scale c: ψ(r) = r / √(1 + (r/c)²), ψ'(r) = (1 + (r/c)²)^(−3/2). For c → ∞ it
-    is the least-squares s²(JᵀJ)⁻¹; with the robust loss it accounts for the weight the loss
-    takes off large residuals (Huber 1981, "Robust Statistics", §7.6).
+    Each measured quantity (``group``: 0 power, 1 temperature) gets its own effective variance
+    v_q = [Σ_q ψ(rᵢ)² / (m_q − n·m_q/m)] / [mean_q ψ'(rᵢ)]², and Cov = (J̃ᵀJ̃)⁻¹ with the rows of J
+    divided by √v_q: weighted least squares with each quantity's residual variance at the
+    solution, times the robust loss's efficiency factor (Huber 1981, "Robust Statistics", §7.6).
+    ψ is the influence function of the soft-l1 loss at scale c: ψ(r) = r / √(1 + (r/c)²),
+    ψ'(r) = (1 + (r/c)²)^(−3/2); for c → ∞, v_q is the residual variance s_q².
     """
     m, n = J.shape
     w = 1.0 + (r / F_SCALE) ** 2
-    psi = r / np.sqrt(w)
+    psi2 = r * r / w
     dpsi = w ** -1.5
-    scale = (np.sum(psi ** 2) / max(m - n, 1)) / max(np.mean(dpsi), 1e-12) ** 2
-    _, sv, vt = np.linalg.svd(J, full_matrices=False)
+    rows = np.empty(m)
+    for q in np.unique(group):
+        sel = group == q
+        mq = int(sel.sum())
+        dof = max(mq - n * mq / m, 1.0)
+        rows[sel] = (psi2[sel].sum() / dof) / max(dpsi[sel].mean(), 1e-12) ** 2
+    Jw = J / np.sqrt(rows)[:, None]
+    _, sv, vt = np.linalg.svd(Jw, full_matrices=False)
     tiny = np.finfo(float).eps * max(J.shape) * (sv[0] if sv.size else 0.0)
     inv = np.where(sv > tiny, 1.0 / np.maximum(sv, tiny) ** 2, np.inf)
-    cov = (vt.T * inv) @ vt
-    return cov * scale
+    return (vt.T * inv) @ vt
 
 
 def _blocks(m_rows: np.ndarray, times: int, rng, length: int) -> np.ndarray:
@@ -260,7 +267,9 @@ def calibrate(model: TwinModel, fit_window, holdout_window=None, *, n_bootstrap:
     obj.reestimate_noise(first.x)
     second = obj.solve(first.x)
     z = second.x
-    cov_z = _covariance(obj.fun(second.x), obj.jac(second.x))
+    n_power = int((~np.isnan(obj.meas["power"])).sum())
+    group = np.r_[np.zeros(n_power, dtype=int), np.ones(obj.mask.sum() - n_power, dtype=int)]
+    cov_z = _covariance(obj.fun(second.x), obj.jac(second.x), group)
     value = obj.theta(z)
     sig_j = np.sqrt(np.maximum(np.diag(cov_z), 0.0)) * obj.scale
     sig_b = None
