@@ -14,6 +14,9 @@ from tests.calibrate.helpers import PRIOR, TRUTH
 from tests.conftest import SCENARIOS
 from twin.cli import app
 
+#: Fits of a few dozen twin runs (with, here, a Dask ensemble or a Prometheus) take minutes on a
+#: loaded 2-core machine; the limit guards against hangs, not speed.
+pytestmark = pytest.mark.timeout(1200)
 runner = CliRunner()
 
 

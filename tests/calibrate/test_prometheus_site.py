@@ -32,6 +32,9 @@ from tests.conftest import ROOT
 from tests.export.helpers import child, child_env, free_port, http_get, prom_query, wait_until
 from twin.cli import app
 
+#: Fits of a few dozen twin runs (with, here, a Dask ensemble or a Prometheus) take minutes on a
+#: loaded 2-core machine; the limit guards against hangs, not speed.
+pytestmark = pytest.mark.timeout(1200)
 DASHBOARD = ROOT / "grafana" / "dashboards" / "site" / "twin-vs-site.json"
 RULES = ROOT / "grafana" / "alerts" / "twin-drift.rules.yml"
 #: Intervals the shadow replays (two hours of 10-minute telemetry).

@@ -5,8 +5,7 @@ window are divided by a noise scale per quantity and stacked, so watts and kelvi
 in one problem; ``scipy.optimize.least_squares`` (trust-region reflective, so bounds hold)
 minimises Σ ρ(r²) with a robust loss ρ (``soft_l1``: quadratic for small residuals, linear for
 outliers such as a job starting mid-hour). The scales are re-estimated once from the first fit's
-residuals (1.4826 × median absolute deviation, i.e. the standard deviation of Gaussian noise)
-and the fit is repeated from there.
+residuals (their root mean square) and the fit is repeated from there.
 
 The Jacobian comes from forward differences, every column from the same twin run (one copy per
 perturbed parameter set, see :class:`~twin.calibrate.model.TwinModel`). Parameter uncertainty:
@@ -42,8 +41,6 @@ from twin.calibrate.params import Parameter
 #: Robust loss and its scale in units of the noise scale (soft_l1: ρ(z) = 2(√(1+z) − 1)).
 LOSS = "soft_l1"
 F_SCALE = 2.0
-#: Consistency factor: 1.4826 × MAD estimates σ of Gaussian noise.
-MAD_TO_SIGMA = 1.4826
 #: Floors of the noise scales (a perfect fit must not divide by zero): power [W], temperature [K].
 NOISE_FLOOR = {"power": 0.1, "temperature": 0.05}
 #: First-pass noise scales: a share of the chips' TDP [1] and kelvin.
@@ -185,13 +182,18 @@ class Objective:
         return J if self.weights is None else J * np.sqrt(self.weights)[:, None]
 
     def reestimate_noise(self, z) -> None:
-        """Noise scales from the residuals at ``z`` (robust: 1.4826 × MAD), with floors."""
+        """Scales from the residuals at ``z``: their root mean square, with floors.
+
+        The RMS, not a median-based spread: on a mostly idle server the idle hours fit almost
+        exactly, a median would say "noise 0.3 W", and every busy hour would then count as an
+        outlier of the robust loss and be ignored. The RMS weighs each quantity by how well the
+        model can follow it overall; the robust loss still tempers single bad intervals.
+        """
         r = self._raw(z)[0]
         n_p = int((~np.isnan(self.meas["power"])).sum())
         for q, part in (("power", r[:n_p]), ("temperature", r[n_p:])):
             if part.size:
-                mad = float(np.median(np.abs(part - np.median(part))))
-                self.noise[q] = max(MAD_TO_SIGMA * mad, NOISE_FLOOR[q])
+                self.noise[q] = max(float(np.sqrt(np.mean(part * part))), NOISE_FLOOR[q])
 
     def solve(self, z0, max_nfev=MAX_NFEV):
         lo = self.z([p.lower for p in self.params])
