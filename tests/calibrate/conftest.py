@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from tests.calibrate.helpers import calibration_scenario, make_telemetry
 from twin.cli import app
 
-FIT = ["chips.a100-sxm.p_idle", "chips.a100-sxm.r_jc", "chips.a100-sxm.p_leak_ref"]
+FIT = ["chips.a100-pcie.p_idle", "chips.a100-pcie.r_jc", "chips.a100-pcie.p_leak_ref"]
 
 
 @pytest.fixture(scope="session")

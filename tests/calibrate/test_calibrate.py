@@ -47,7 +47,7 @@ def test_overlay_is_a_catalogue_overlay_a_scenario_includes(recovery, tmp_path):
     from twin.scenario import load_scenario
 
     overlay = yaml.safe_load(recovery["overlay"].read_text())
-    figures = overlay["catalog"]["chips"]["a100-sxm"]
+    figures = overlay["catalog"]["chips"]["a100-pcie"]
     assert set(figures) == {"p_idle", "r_jc", "p_leak_ref"}
     for fig in figures.values():
         assert fig["source"].startswith("fitted to ") and "2025-01-01..2025-01-03" in fig["source"]
@@ -57,17 +57,17 @@ def test_overlay_is_a_catalogue_overlay_a_scenario_includes(recovery, tmp_path):
     path = tmp_path / "with-overlay.yaml"
     path.write_text(yaml.safe_dump(data))
     loaded = load_scenario(path)
-    chip = loaded.catalog.chips["a100-sxm"]
+    chip = loaded.catalog.chips["a100-pcie"]
     fitted = {p["path"].split(".")[-1]: p for p in recovery["report"]["parameters"]}
     assert chip.p_idle.si == pytest.approx(fitted["p_idle"]["value"], rel=1e-5)  # 6 significant digits
     assert chip.p_idle.si_uncertainty == pytest.approx(fitted["p_idle"]["sigma"], rel=1e-2)
-    assert chip.tdp.si == 400.0  # the other figures stay
+    assert chip.tdp.si == 300.0  # the other figures stay
     assert [p.path for p in loaded.scenario.calibration.parameters] == FIT
 
 
 def test_printed_table_has_prior_fitted_and_scores(recovery):
     out = recovery["output"]
-    for text in ("chips.a100-sxm.p_idle", "prior", "fitted ± σ", "RMSE before", "holdout", "temperature"):
+    for text in ("chips.a100-pcie.p_idle", "prior", "fitted ± σ", "RMSE before", "holdout", "temperature"):
         assert text in out
     # The unmapped GPU and the fan metric in the file are reported once each and skipped.
     notes = recovery["stderr"]
