@@ -43,6 +43,23 @@ def test_recovery_residuals_fall_to_the_noise(recovery):
         assert rmse["temperature"]["before"] > rmse["temperature"]["after"]
 
 
+def test_held_out_samples_inside_the_band_about_ninety_percent(recovery):
+    """The calibrated twin's p5–p95 band (fitted parameters' covariance carried through the twin
+    plus the fit's residual RMS) holds ~90 % of the held-out measurements. The truth is the twin
+    itself with Gaussian noise, so the band is honest exactly when its coverage is 0.90; over the
+    hold-out's 144 samples per quantity the binomial spread of a 90 % share is √(0.9·0.1/144) =
+    2.5 points, and ±7.5 points (3 spreads) fails a band that is too narrow or too wide by a
+    quarter of its width (coverage 0.78 or 0.96)."""
+    hold = recovery["report"]["windows"]["holdout"]
+    for q in ("power", "temperature"):
+        assert hold["coverage_p5_p95"][q] == pytest.approx(0.90, abs=0.075), (q, hold)
+    # The twin reproduces its own mean: twin / measured within the noise's share of the mean.
+    assert hold["ratio"]["power"]["after"] == pytest.approx(1.0, abs=0.01), hold["ratio"]
+    assert hold["ratio"]["temperature"]["after"] == pytest.approx(1.0, abs=0.01), hold["ratio"]
+    rms = recovery["report"]["residual_rms"]
+    assert rms["power_W"] == pytest.approx(2.0, rel=0.25) and rms["temperature_K"] == pytest.approx(0.3, rel=0.25)
+
+
 def test_overlay_is_a_catalogue_overlay_a_scenario_includes(recovery, tmp_path):
     from twin.scenario import load_scenario
 

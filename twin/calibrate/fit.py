@@ -53,6 +53,8 @@ MAX_NFEV = 40
 MAX_NFEV_BOOTSTRAP = 15
 #: Relative change of cost and parameters at which a pass stops.
 TOLERANCE = 1e-6
+#: The 95th percentile of the standard normal: a p5–p95 band is the prediction ± Z90·σ.
+Z90 = 1.6448536269514722
 
 
 @dataclass
@@ -62,6 +64,9 @@ class Scores:
     n: dict[str, int]
     rmse: dict[str, dict[str, float]]  # quantity → {before, after}
     mape: dict[str, dict[str, float]]
+    ratio: dict[str, dict[str, float]] = field(default_factory=dict)  # mean twin / mean measured
+    #: Share of the measured samples inside the calibrated twin's p5–p95 band (see :func:`scores`).
+    coverage: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -73,6 +78,8 @@ class CalibrationResult:
     sigma_bootstrap: np.ndarray | None
     correlation: np.ndarray
     noise: dict[str, float]  # residual scale per quantity [W, K]
+    #: Root mean square of the fit window's residuals at the solution, per quantity [W, K].
+    residual_rms: dict[str, float]
     windows: dict[str, tuple[pd.Timestamp, pd.Timestamp]]
     scores: dict[str, Scores] = field(default_factory=dict)
     runs: int = 0
@@ -91,9 +98,46 @@ def _metrics(pred: np.ndarray, meas: np.ndarray) -> tuple[int, float, float]:
     return int(ok.sum()), rmse, mape
 
 
-def scores(model: TwinModel, before: np.ndarray, after: np.ndarray, start, end) -> Scores:
-    """RMSE and MAPE of the twin with ``before`` and ``after`` parameters on ``[start, end)``."""
-    pred = model.predict(np.vstack([before, after]), start, end)
+def _ratio(pred: np.ndarray, meas: np.ndarray) -> float:
+    ok = ~np.isnan(meas) & ~np.isnan(pred)
+    total = float(meas[ok].sum())
+    return float(pred[ok].sum()) / total if ok.any() and total != 0 else math.nan
+
+
+def _steps(params: list[Parameter], theta: np.ndarray) -> np.ndarray:
+    """Forward-difference steps (SI), inward at an upper bound."""
+    h = np.array([DIFF_STEP * p.scale for p in params])
+    hi = np.array([p.upper for p in params])
+    return np.where(theta + h <= hi, h, -h)
+
+
+def scores(model: TwinModel, before: np.ndarray, after: np.ndarray, start, end, *,
+           cov: np.ndarray | None = None, residual: dict[str, float] | None = None) -> Scores:
+    """RMSE, MAPE and mean ratio of the twin with ``before`` and ``after`` parameters on
+    ``[start, end)``, and the coverage of the calibrated twin's p5–p95 band.
+
+    Parameters
+    ----------
+    cov : ndarray, shape (P, P), optional
+        Covariance of the fitted parameters (SI), as an ensemble samples them.
+    residual : dict, optional
+        What the twin does not explain: the fit window's residual RMS per quantity [W, K].
+
+    Notes
+    -----
+    The band of a sample i is ŷᵢ ± z₀.₉₅·√(jᵢᵀ C jᵢ + s_q²): the parameters' covariance C carried
+    through the twin to first order (jᵢ = ∂ŷᵢ/∂θ by forward differences, all in the same run as
+    ŷ), plus the residual variance s_q² of quantity q, which no parameter draw produces (hourly
+    means of jobs the utilisation does not describe, sensor noise). ``coverage`` is the share of
+    measured samples inside it: 0.90 when the band is honest.
+    """
+    P = len(model.params)
+    rows = [before, after]
+    band = cov is not None and residual is not None and P > 0
+    if band:
+        h = _steps(model.params, after)
+        rows += [after + h[k] * np.eye(P)[k] for k in range(P)]
+    pred = model.predict(np.vstack(rows), start, end)
     meas = model.tele.arrays(start, end)
     out = Scores({}, {}, {})
     for q, arr in (("power", pred.power), ("temperature", pred.temperature)):
@@ -102,6 +146,13 @@ def scores(model: TwinModel, before: np.ndarray, after: np.ndarray, start, end) 
         out.n[q] = n
         out.rmse[q] = {"before": rb, "after": ra}
         out.mape[q] = {"before": mb, "after": ma}
+        out.ratio[q] = {"before": _ratio(arr[0], meas[q]), "after": _ratio(arr[1], meas[q])}
+        if band:
+            J = (arr[2:] - arr[1][None]) / h[:, None, None]  # (P, times, devices)
+            var = np.einsum("k...,kl,l...->...", J, cov, J) + residual[q] ** 2
+            ok = ~np.isnan(meas[q]) & ~np.isnan(arr[1])
+            inside = np.abs(meas[q] - arr[1]) <= Z90 * np.sqrt(np.maximum(var, 0.0))
+            out.coverage[q] = float(inside[ok].mean()) if ok.any() else math.nan
     return out
 
 
@@ -299,11 +350,15 @@ def calibrate(model: TwinModel, fit_window, holdout_window=None, *, n_bootstrap:
     windows = {"fit": tuple(fit_window)}
     if holdout_window is not None:
         windows["holdout"] = tuple(holdout_window)
-    result = CalibrationResult(model.params, value, sigma, sig_j, sig_b, corr, dict(obj.noise), windows,
-                               status=str(second.message))
+    r = obj._raw(z)[0]
+    residual_rms = {q: float(np.sqrt(np.mean(part * part))) if part.size else math.nan
+                    for q, part in (("power", r[:n_power]), ("temperature", r[n_power:]))}
+    result = CalibrationResult(model.params, value, sigma, sig_j, sig_b, corr, dict(obj.noise), residual_rms,
+                               windows, status=str(second.message))
+    cov = corr * np.outer(sigma, sigma)
     for name, (a, b) in windows.items():
         say(f"scoring the {name} window")
-        result.scores[name] = scores(model, prior, value, a, b)
+        result.scores[name] = scores(model, prior, value, a, b, cov=cov, residual=residual_rms)
     result.runs = model.runs
     result.nfev = obj.nfev
     return result

@@ -93,6 +93,8 @@ def report_data(result: CalibrationResult, loaded, source: str, notes: list[str]
             entry["n"] = sc.n
             entry["rmse"] = {q: {k: _num(v) for k, v in d.items()} for q, d in sc.rmse.items()}
             entry["mape"] = {q: {k: _num(v) for k, v in d.items()} for q, d in sc.mape.items()}
+            entry["ratio"] = {q: {k: _num(v) for k, v in d.items()} for q, d in sc.ratio.items()}
+            entry["coverage_p5_p95"] = {q: _num(v) for q, v in sc.coverage.items()}
         windows[name] = entry
     params = []
     for i, p in enumerate(result.params):
@@ -111,6 +113,8 @@ def report_data(result: CalibrationResult, loaded, source: str, notes: list[str]
         "parameters": params,
         "correlation": np.asarray(result.correlation).round(6).tolist(),
         "noise": {"power_W": result.noise["power"], "temperature_K": result.noise["temperature"]},
+        "residual_rms": {"power_W": _num(result.residual_rms["power"]),
+                         "temperature_K": _num(result.residual_rms["temperature"])},
         "runs": result.runs,
         "status": result.status,
         "notes": list(notes),
