@@ -112,6 +112,9 @@ class ShadowRun:
                 raise loaded.locate(FieldError(("telemetry", "devices", ident), f"no device '{dev}' in the scenario"))
         self.ids = list(spec.devices)
         self.devices = np.array([index[spec.devices[i]] for i in self.ids])
+        # The demand component reads the site's utilisation for the measured devices.
+        self.measured = MeasuredWorkload(self.sim.demand.workload, self.devices)
+        self.sim.demand.workload = self.measured
         chips = self.loaded.catalog.chips
         self.alpha = np.array([chips[str(sy.device_kind[d])].clock_exponent.si for d in self.devices])
         m = self.loaded.scenario.telemetry.utilisation
@@ -203,12 +206,8 @@ class ShadowRun:
         have = ~np.isnan(meas["utilisation"])
         u_new = demanded_utilisation(np.nan_to_num(meas["utilisation"]), meas["clock"], self.busy, self.held, self.alpha)
         self.u = np.where(have, u_new, self.u)
-        u, repair = sim.workload.demand(sim.time, sim.clock, sim.tripped, sim.t_die)
-        u = np.array(u, copy=True)
-        u[:, self.devices] = self.u
-        if repair is not None and repair.size:
-            sim.tripped[repair] = False
-        sim.step(u)
+        self.measured.u = self.u
+        sim.step()
         dev = sim.recorder.latest.get("device", {})
         p = np.asarray(dev.get("p", np.full(sim.system.n_devices, np.nan)))[self.devices]
         t = np.asarray(dev.get("t_die", np.full(sim.system.n_devices, np.nan)))[self.devices]
@@ -219,6 +218,33 @@ class ShadowRun:
         v["residual_temperature"] = t - meas["temperature"]
         self.site_time = _unix(self.start) + (k + 1) * self.interval
         self._version += 1
+
+
+class MeasuredWorkload:
+    """A scenario's workload with the utilisation of the measured devices replaced by the site's.
+
+    Parameters
+    ----------
+    workload : twin.workload.engine.Workload
+        The scenario's own (it still drives every device without telemetry, and its jobs).
+    devices : ndarray of int
+        Device indices with telemetry.
+    """
+
+    def __init__(self, workload, devices: np.ndarray):
+        self.base = workload
+        self.devices = devices
+        self.u = np.zeros(len(devices))  # the latest interval's demanded utilisation [1]
+
+    def __getattr__(self, name):
+        return getattr(self.base, name)
+
+    def demand(self, t, clock_limit, tripped, t_die):
+        """The workload's demand (sub-steps, devices), the measured devices' columns set to ``u``."""
+        u, repair = self.base.demand(t, clock_limit, tripped, t_die)
+        u = np.array(u, dtype=float, copy=True)
+        u[:, self.devices] = self.u
+        return u, repair
 
 
 class ShadowCollector(Collector):
