@@ -59,7 +59,7 @@ def utilisation(n: int, seed: int = 7) -> np.ndarray:
 #: Seed of the measurement noise. The calibration's σ was checked on 18 noise seeds (0–17) and on
 #: 2,000 linearised draws (fitted values scatter around the truth with z RMS 1.0), so a 2σ test
 #: fails for roughly one seed in ten by chance; seed 11, used first, puts the leakage at 1.97σ.
-#: Seed 3 is a typical draw (z ≈ +1.0, −0.4, −0.3 for idle, junction resistance, leakage).
+#: Seed 3 is a typical draw (on a100-pcie z ≈ +1.0, +0.2, −0.1 for idle, junction resistance, leakage).
 NOISE_SEED = 3
 
 

@@ -79,6 +79,11 @@ def test_overlay_is_a_catalogue_overlay_a_scenario_includes(recovery, tmp_path):
     assert chip.p_idle.si == pytest.approx(fitted["p_idle"]["value"], rel=1e-5)  # 6 significant digits
     assert chip.p_idle.si_uncertainty == pytest.approx(fitted["p_idle"]["sigma"], rel=1e-2)
     assert chip.tdp.si == 300.0  # the other figures stay
+    residual = loaded.scenario.calibration.residual
+    rms = recovery["report"]["residual_rms"]
+    assert residual.kinds == ["a100-pcie"]
+    assert residual.power == pytest.approx(rms["power_W"], rel=1e-5)
+    assert residual.temperature == pytest.approx(rms["temperature_K"], rel=1e-5)
     assert [p.path for p in loaded.scenario.calibration.parameters] == FIT
 
 

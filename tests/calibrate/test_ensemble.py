@@ -4,12 +4,14 @@ and run on Dask; every recorded variable and KPI gets p5/p50/p95; twin report dr
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import yaml
 from typer.testing import CliRunner
 
 import twin
-from tests.calibrate.helpers import INTERVAL, START, TRUTH, base_data, dump
+from tests.calibrate.helpers import DEVICE, INTERVAL, TRUTH, base_data, dump
+from twin.calibrate.ensemble import mixture_quantiles
 from twin.cli import app
 
 #: Fits of a few dozen twin runs (with, here, a Dask ensemble or a Prometheus) take minutes on a
@@ -19,13 +21,22 @@ N = 32
 WORKERS = 2
 
 
+#: The recovery's hold-out day: the third of its three (fitted on the first two).
+HOLDOUT_START = "2025-01-03T00:00:00"
+HOLDOUT_OFFSET = 2 * 86400  # [s] from the telemetry's start
+
+
 @pytest.fixture(scope="module")
 def ensemble(recovery, tmp_path_factory):
-    """The recovery scenario with its fitted overlay, 12 hours, 32 members on 2 workers."""
+    """The recovery scenario with its fitted overlay on the hold-out day, driven by the measured
+    utilisation, 32 members on 2 workers."""
     folder = recovery["folder"]
+    u = pd.read_csv(folder / "u.csv")
+    u = u[u["time"] >= HOLDOUT_OFFSET].assign(time=lambda d: d["time"] - HOLDOUT_OFFSET)
+    u.to_csv(folder / "u-holdout.csv", index=False)
     data = base_data()
-    data["time"] = {"start": START, "duration": "12 h", "step": f"{INTERVAL} s"}
-    data["workload"] = [{"replay": "u.csv"}]
+    data["time"] = {"start": HOLDOUT_START, "duration": "24 h", "step": f"{INTERVAL} s"}
+    data["workload"] = [{"replay": "u-holdout.csv"}]
     data["overlays"] = ["fitted.yaml"]
     data["record"] = {"facility": f"{INTERVAL} s", "cdu": "off", "rack": f"{INTERVAL} s", "device": f"{INTERVAL} s"}
     scenario = dump(data, folder / "ensemble.yaml")
@@ -57,7 +68,7 @@ def test_band_of_the_fitted_figures_covers_the_truth(ensemble, recovery):
     """The ensemble's p5–p95 band of each fitted figure is the fit's ±1.645σ, and it covers the
     truth. For a correct σ each truth falls inside its 90 % band with probability 0.9, so with
     three figures at least two are inside except with probability ~3 % (binomial); with the fixed
-    seeds here the fits sit at z = +1.0, −0.45 and −0.3 fitted σ from the truth (p_idle, r_jc,
+    seeds here the fits sit at z = +1.0, +0.2 and −0.1 fitted σ from the truth (p_idle, r_jc,
     p_leak_ref; see helpers.NOISE_SEED for how the σ itself was checked)."""
     root = ensemble["tree"].to_dataset()
     band = root["parameter_band"]
@@ -79,6 +90,38 @@ def test_band_of_the_fitted_figures_covers_the_truth(ensemble, recovery):
     corr = yaml.safe_load(recovery["overlay"].read_text())["calibration"]["correlation"]
     drawn = np.corrcoef(root["draws"].values.T)
     assert drawn[0, 2] == pytest.approx(corr[0][2], abs=0.15)  # sampling error of r near −0.93 with 32 draws
+
+
+def test_measured_band_holds_ninety_percent_of_the_held_out_samples(ensemble, recovery):
+    """``p_measured`` and ``t_die_measured``: the members spread by the calibration's residual RMS.
+    The telemetry is the twin itself plus Gaussian noise, so an honest band holds 90 % of the
+    held-out samples; over 144 samples the binomial spread is 2.5 points, and ±7.5 points fails a
+    band a quarter too narrow or too wide (0.78, 0.96). The members' own band (the figures'
+    uncertainty only, σ(p_idle) ≈ 0.3 W against 2 W of noise) holds far fewer."""
+    dev = ensemble["tree"]["device"].to_dataset().sel(device=DEVICE)
+    tel = recovery["telemetry"]
+    for var, own, q in (("p_measured", "p", "power"), ("t_die_measured", "t_die", "temperature")):
+        lo, hi = (dev[var].sel(quantile=x).to_series() for x in (0.05, 0.95))
+        meas = pd.Series(tel["noisy"][q], index=tel["times"]).reindex(lo.index)
+        assert meas.notna().sum() == 144, q
+        share = float(((meas >= lo) & (meas <= hi)).mean())
+        assert share == pytest.approx(0.90, abs=0.075), (var, share)
+        lo_m, hi_m = (dev[own].sel(quantile=x).to_series() for x in (0.05, 0.95))
+        assert float(((meas >= lo_m) & (meas <= hi_m)).mean()) < 0.5, own
+
+
+def test_mixture_quantiles_closed_forms():
+    """Identical members: the residual's own normal band m ± 1.645 s. Normal members N(0, 1)
+    spread by s = 1: N(0, 2), band ±1.645·√2 (20,000 members: quantile error ~0.02)."""
+    q = np.array([0.05, 0.5, 0.95])
+    Z = 1.6448536269514722  # the standard normal's 95th percentile
+    same = mixture_quantiles(np.full((32, 3, 1), 10.0), 2.0, q)[:, 0, 0]
+    assert same == pytest.approx([10 - Z * 2, 10.0, 10 + Z * 2], abs=1e-9)
+    normal = mixture_quantiles(np.random.default_rng(0).normal(0.0, 1.0, (20_000, 1)), 1.0, q)[:, 0]
+    assert normal == pytest.approx([-Z * 2 ** 0.5, 0.0, Z * 2 ** 0.5], abs=0.05)
+    # A member without a value is left out; no member with one gives NaN.
+    assert mixture_quantiles(np.array([[1.0], [np.nan]]), 1.0, q)[:, 0] == pytest.approx([1 - Z, 1.0, 1 + Z])
+    assert np.isnan(mixture_quantiles(np.full((2, 1), np.nan), 1.0, q)).all()
 
 
 def test_member_power_band_follows_the_fitted_uncertainty(ensemble):

@@ -8,7 +8,13 @@ What is uncertain:
   sampled independently from a normal distribution.
 
 Draws are clipped to the parameter's default bounds (:mod:`twin.calibrate.params`), so a
-sampled power or resistance stays physical. Member ``k`` is the scenario with its draws as
+sampled power or resistance stays physical.
+
+The members' band is the figures' band. A measurement also carries what no figure explains (the
+calibration's residual RMS: jobs the utilisation does not describe, sensor noise), so for the
+devices of the calibrated chip kinds the result also holds ``p_measured`` and ``t_die_measured``:
+the quantiles of the members' values each spread by the residual (:func:`mixture_quantiles`),
+the band a measurement of the site falls in. Member ``k`` is the scenario with its draws as
 overrides (catalogue figures merged field by field; site temperatures; CDU setpoints), run on
 Dask by the sweep machinery (:func:`twin.sweep.run.run_variant`, one Zarr store per member);
 the result keeps, for every recorded variable of every group and every KPI, the 5th, 50th and
@@ -33,6 +39,11 @@ from twin.scenario.errors import ScenarioError
 QUANTILES = (0.05, 0.5, 0.95)
 #: Groups of a run's result.
 GROUPS = ("facility", "cdu", "rack", "sled", "device", "job")
+#: Device variables a calibration's residual spreads: variable → (result variable, residual field).
+MEASURED = {"p": ("p_measured", "power"), "t_die": ("t_die_measured", "temperature")}
+#: Bisection steps of :func:`mixture_quantiles`: the bracket (members' range + 12 s) shrinks by
+#: 2^-50, far below a sensor's resolution.
+BISECTION_STEPS = 50
 
 
 @dataclass
@@ -265,6 +276,78 @@ def quantiles(stack: np.ndarray, q: np.ndarray) -> np.ndarray:
         return np.nanquantile(stack, q, axis=0)
 
 
+def mixture_quantiles(members: np.ndarray, s: float, q: np.ndarray) -> np.ndarray:
+    """Quantiles of the members' values, each spread by a normal residual of scale ``s``.
+
+    Parameters
+    ----------
+    members : ndarray, shape (K, ...)
+        One value per member (NaN: the member has none).
+    s : float
+        Residual standard deviation, in the values' unit (> 0).
+    q : ndarray, shape (Q,)
+        Quantiles, 0..1.
+
+    Returns
+    -------
+    ndarray, shape (Q, ...)
+
+    Notes
+    -----
+    A measurement is a member's value plus a residual ε ~ N(0, s²), each member equally likely,
+    so its distribution is the mixture F(x) = (1/K) Σ_k Φ((x − m_k)/s). F is increasing; each
+    quantile solves F(x) = q by bisection on [min m − 6s, max m + 6s], which holds every
+    quantile between Φ(−6) and 1 − Φ(−6).
+    """
+    from scipy.special import ndtr
+
+    m = np.asarray(members, dtype=float)
+    valid = np.isfinite(m)
+    n = valid.sum(axis=0)
+    filled = np.where(valid, m, 0.0)
+    with np.errstate(all="ignore"):
+        lo = np.where(valid, m, np.inf).min(axis=0) - 6.0 * s
+        hi = np.where(valid, m, -np.inf).max(axis=0) + 6.0 * s
+    none = n == 0
+    lo, hi = np.where(none, 0.0, lo), np.where(none, 0.0, hi)
+    count = np.maximum(n, 1)
+    out = np.empty((len(q), *m.shape[1:]))
+    for i, qi in enumerate(q):
+        a, b = lo.copy(), hi.copy()
+        for _ in range(BISECTION_STEPS):
+            x = 0.5 * (a + b)
+            F = np.where(valid, ndtr((x - filled) / s), 0.0).sum(axis=0) / count
+            below = F < qi
+            a = np.where(below, x, a)
+            b = np.where(below, b, x)
+        out[i] = 0.5 * (a + b)
+    out[:, none] = np.nan
+    return out
+
+
+def _measured_bands(loaded, first, stacks: dict, q: np.ndarray) -> dict:
+    """``p_measured`` and ``t_die_measured`` of the calibrated kinds' devices (see the module)."""
+    record = loaded.scenario.calibration
+    residual = record.residual if record is not None else None
+    if residual is None or "kind" not in first.coords:
+        return {}
+    kinds = first["kind"].values.astype(str)
+    cols = np.isin(kinds, residual.kinds) if residual.kinds else np.ones(kinds.size, dtype=bool)
+    out = {}
+    for name, (new, field_name) in MEASURED.items():
+        s = float(getattr(residual, field_name))
+        if name not in stacks or not cols.any() or s <= 0 or first[name].dims[-1] != "device":
+            continue
+        stack = stacks[name]
+        qs = np.full((q.size, *stack.shape[1:]), np.nan)
+        qs[..., cols] = mixture_quantiles(stack[..., cols], s, q)
+        attrs = dict(first[name].attrs)
+        attrs["long_name"] = (f"{attrs.get('long_name', name)} as measured: the members spread by the "
+                              f"calibration's residual RMS ({s:.3g} {attrs.get('units', '')})").replace(" )", ")")
+        out[new] = (("quantile", *first[name].dims), qs, attrs)
+    return out
+
+
 def combine(loaded, stores: list[Path], unc: Uncertain, draws: np.ndarray, seed: int):
     """Quantiles over the members of every recorded variable and KPI (see the module docstring)."""
     import xarray as xr
@@ -282,10 +365,15 @@ def combine(loaded, stores: list[Path], unc: Uncertain, draws: np.ndarray, seed:
             continue
         first = members[0]
         data = {}
+        stacks = {}
         for name, var in first.data_vars.items():
             stack = np.stack([m[name].values.astype(float) for m in members])
             qs = quantiles(stack, q)
             data[name] = (("quantile", *var.dims), qs, dict(var.attrs))
+            if g == "device" and name in MEASURED:
+                stacks[name] = stack
+        if g == "device":
+            data.update(_measured_bands(loaded, first, stacks, q))
         ds = xr.Dataset(data, coords={**{k: v for k, v in first.coords.items()}, "quantile": ("quantile", q)},
                         attrs=dict(first.attrs))
         for m in members:

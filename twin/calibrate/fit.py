@@ -82,6 +82,7 @@ class CalibrationResult:
     residual_rms: dict[str, float]
     windows: dict[str, tuple[pd.Timestamp, pd.Timestamp]]
     scores: dict[str, Scores] = field(default_factory=dict)
+    kinds: list[str] = field(default_factory=list)  # chip kind of each measured device
     runs: int = 0
     nfev: int = 0
     status: str = ""
@@ -355,6 +356,7 @@ def calibrate(model: TwinModel, fit_window, holdout_window=None, *, n_bootstrap:
                     for q, part in (("power", r[:n_power]), ("temperature", r[n_power:]))}
     result = CalibrationResult(model.params, value, sigma, sig_j, sig_b, corr, dict(obj.noise), residual_rms,
                                windows, status=str(second.message))
+    result.kinds = [str(model.subset_kinds[c]) for c in model.columns]
     cov = corr * np.outer(sigma, sigma)
     for name, (a, b) in windows.items():
         say(f"scoring the {name} window")

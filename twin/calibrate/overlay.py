@@ -67,6 +67,11 @@ def overlay_data(result: CalibrationResult, loaded, source: str) -> dict:
                        for p, v, s in zip(result.params, result.value, result.sigma)],
         "correlation": [[round(float(x), 6) for x in row] for row in result.correlation],
     }
+    rms = result.residual_rms
+    if all(math.isfinite(rms[q]) for q in ("power", "temperature")):
+        out["calibration"]["residual"] = {"power": float(f"{rms['power']:.6g}"),
+                                          "temperature": float(f"{rms['temperature']:.6g}"),
+                                          "kinds": sorted(set(result.kinds))}
     return out
 
 
