@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from twin.power.device import device_power
-from twin.power.governor import cap_governor, power_limit_governor, shutdown_trip, thermal_governor
+from twin.power.governor import cap_governor
+from twin.power.kernels import NumpyKernel
 from twin.scenario.errors import FieldError
 from twin.sim.component import Component, Control, Var, step_mean
 
@@ -46,6 +46,8 @@ class ChipPower(Component):
         Apply the jobs' power floors and ramp limits (scenarios with jobs).
     totals : Totals
         Running totals (extra energy spent by floors and ramp limits, ``e_smoothing``).
+    kernel : NumpyKernel or NumbaKernel, optional
+        Computes the power (:mod:`twin.power.kernels`); default the numpy reference.
     """
 
     inputs = ("device.u", "device.clock_limit", "device.tripped", "device.t_die", "device.repair",
@@ -53,8 +55,9 @@ class ChipPower(Component):
     outputs = (P, P_STEP, CLOCK)
     phase = "power"
 
-    def __init__(self, chip: dict, h_w: float, smoothing: bool, totals):
+    def __init__(self, chip: dict, h_w: float, smoothing: bool, totals, kernel=None):
         self.chip = chip
+        self.kernel = kernel if kernel is not None else NumpyKernel(chip)
         self.h_w = h_w
         self.smoothing = smoothing
         self.totals = totals
@@ -69,9 +72,7 @@ class ChipPower(Component):
         the power-limit governor lowers the clock for the next step. ``p_limit`` is the limit in
         force [W] (default the scenario's, ``chip["p_limit"]``).
         """
-        c = self.chip
-        p = device_power(u * on, clock * on, t_die, ((u > 0) | held) & on, c)
-        return np.minimum(p, c["power_excursion"] * (c["p_limit"] if p_limit is None else p_limit)) * on
+        return self.kernel.power(u, clock, on, t_die, held, p_limit)
 
     def step(self, t: float, dt: float, state) -> None:
         clock, on, repair = state["device.clock_limit"], ~state["device.tripped"], state["device.repair"]
@@ -115,6 +116,8 @@ class Governors(Component):
         Built system (chip limits, rack and row power limits, device → rack/row maps).
     totals : Totals
         Running totals (throttled device-seconds, capped rack-seconds, first throttle and trip).
+    kernel : NumpyKernel or NumbaKernel, optional
+        Computes the power-limit clock (:mod:`twin.power.kernels`); default the numpy reference.
 
     Notes
     -----
@@ -129,9 +132,10 @@ class Governors(Component):
     outputs = (THROTTLED, RACK_THROTTLED, RACK_CAPPED, CLOCK_LIMIT, TRIPPED, P_LIMIT)
     phase = "controllers"
 
-    def __init__(self, system, totals):
+    def __init__(self, system, totals, kernel=None):
         self.sy = sy = system
         self.totals = totals
+        self.kernel = kernel if kernel is not None else NumpyKernel(system.chip)
         n = sy.n_devices
         self.clock_thermal = np.ones(n)
         self.clock_power = np.ones(n)  # the power-limit governor's clock
@@ -157,7 +161,7 @@ class Governors(Component):
 
     def settle(self, u, t_die, state) -> None:
         """Start at the clock that holds the first step's demand ``u`` within the power limits."""
-        self.clock_power = power_limit_governor(self.p_limit, u, t_die, self.sy.chip)
+        self.clock_power = self.kernel.clock_limit(u, t_die, self.p_limit)
         self.clock = np.minimum(self.clock_thermal, self.clock_power)
         state["device.clock_limit"] = self.clock
 
@@ -170,13 +174,11 @@ class Governors(Component):
             self.clock_power[repair] = 1.0
         t_die = state["device.t_die"]
         throttled = self.clock_thermal < 1.0
-        self.clock_thermal = thermal_governor(self.clock_thermal, t_die, sy.chip["t_throttle"],
-                                              sy.chip["throttle_hysteresis"], dt)
-        # Power limit: the clock that keeps the step's highest demand at or under the limit.
-        self.clock_power = power_limit_governor(self.p_limit, state["device.u"].max(axis=0), t_die, sy.chip)
-        clock = np.minimum(self.clock_thermal, self.clock_power)
         was_tripped = self.tripped
-        self.tripped = shutdown_trip(t_die, sy.chip["t_shutdown"], self.tripped)
+        # Thermal throttling, the power limit (the clock that keeps the step's highest demand at
+        # or under the limit in force) and shutdown trips, device by device.
+        self.clock_thermal, self.clock_power, clock, self.tripped = self.kernel.govern(
+            state["device.u"], t_die, self.clock_thermal, self.tripped, dt, self.p_limit)
         capped = self.rack_cap < 1.0
         if self.capping:
             p_ac = step_mean(state["rack.p_ac"])

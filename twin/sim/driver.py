@@ -23,6 +23,8 @@ from twin.cooling.cdu import PlantCdu, SimpleCdu
 from twin.network.component import NetworkPower
 from twin.power.chain import PowerChain
 from twin.power.chips import ChipPower, Governors, power_limits
+from twin.power.kernels import KERNELS
+from twin.power.kernels import choose as choose_kernel
 from twin.power.shelves import Shelves
 from twin.scenario.errors import FieldError
 from twin.scenario.loader import LoadedScenario
@@ -113,6 +115,9 @@ class Simulation:
     ----------
     loaded : LoadedScenario
     solver : {"fast", "reference"}
+    kernel : {"auto", "numpy", "numba"}, optional
+        Chip power and power-limit kernel (:func:`twin.power.kernels.choose`; default
+        ``TWIN_KERNEL`` or ``auto``).
     sink : ZarrStream, optional
         Streams recorded samples out as the run goes (bounded memory); otherwise they are kept
         in memory for :func:`twin.export.dataset.build_tree`.
@@ -125,7 +130,7 @@ class Simulation:
         Running totals, including the exact energy integrals behind the KPIs and counters.
     """
 
-    def __init__(self, loaded: LoadedScenario, solver: str = "fast", sink=None):
+    def __init__(self, loaded: LoadedScenario, solver: str = "fast", sink=None, kernel: str | None = None):
         self.loaded = loaded
         sc = self.scenario = loaded.scenario
         self.system: System = build_system(sc, loaded.catalog)
@@ -140,6 +145,7 @@ class Simulation:
         self.h = sc.time.step
         self.n_steps = max(1, int(round(sc.time.duration / self.h)))
         self.solver = solver
+        self.kernel = choose_kernel(self.system.n_devices, kernel)
         self.blas_threads = blas_threads()  # BLAS threads while stepping (TWIN_BLAS_THREADS)
         try:
             check_recorded(sc)
@@ -170,7 +176,8 @@ class Simulation:
     def _build_components(self, loaded) -> None:
         """The components of this scenario, in step order."""
         sy, sc, tot = self.system, self.scenario, self.totals
-        self.chips = ChipPower(sy.chip, self.h_w, self.jobs is not None, tot)
+        kernel = KERNELS[self.kernel](sy.chip)
+        self.chips = ChipPower(sy.chip, self.h_w, self.jobs is not None, tot, kernel)
         self.network = None  # scale-out switches and optics outside the racks (scenario `network:`)
         if sc.network is not None:
             from twin.network.cluster import ScaleOutNetwork
@@ -186,7 +193,7 @@ class Simulation:
             cat = loaded.catalog
             self.chain = PowerChain(sy.design_it_power, cat.ups[sc.plant.ups.template], sc.plant.ups.mode,
                                     cat.transformers[sc.plant.transformer.template], tot)
-        self.governors = Governors(sy, tot)
+        self.governors = Governors(sy, tot, kernel)
         self.demand = Demand(self.workload)
         self.components = [NetworkPower(self.network), self.demand, self.chips]
         if self.jobs is not None:
