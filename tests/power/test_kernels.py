@@ -56,6 +56,10 @@ def test_power_matches_reference(chip, n_sub):
     assert got.shape == ref.shape
     np.testing.assert_allclose(got, ref, rtol=STEP_RTOL, atol=0.0)
     assert np.all(got[:, ~on] == 0.0)  # tripped devices draw nothing
+    # A power limit set while running (a cap at 70 % of the scenario's) clamps both alike.
+    cap = 0.7 * chip["p_limit"]
+    np.testing.assert_allclose(NumbaKernel(chip).power(u, clock, on, t_die, held, cap),
+                               NumpyKernel(chip).power(u, clock, on, t_die, held, cap), rtol=STEP_RTOL)
     # One row (the initial steady state passes a single demand).
     np.testing.assert_allclose(NumbaKernel(chip).power(u[0], clock, on, t_die, held),
                                NumpyKernel(chip).power(u[0], clock, on, t_die, held), rtol=STEP_RTOL)
@@ -71,6 +75,11 @@ def test_governors_match_reference(chip):
     thermal, power, both, trip = got
     assert (power < 1.0).any() and (thermal < clock).any() and (trip & ~tripped).any()  # every branch taken
     np.testing.assert_allclose(NumbaKernel(chip).clock_limit(u, t_die), ref[1], rtol=STEP_RTOL)
+    cap = 0.7 * chip["p_limit"]  # a limit in force other than the scenario's
+    capped = NumbaKernel(chip).govern(u, t_die, clock, tripped, 1.0, cap)
+    for r, g in zip(NumpyKernel(chip).govern(u, t_die, clock, tripped, 1.0, cap), capped):
+        np.testing.assert_allclose(g, r, rtol=STEP_RTOL, atol=0.0)
+    assert (capped[1] <= power).all() and (capped[1] < power).any()  # a lower limit, a lower clock
 
 
 @pytest.mark.parametrize("case", ["quickstart-events", "hall-1k"])  # faults, throttling; jobs, a plant

@@ -105,7 +105,7 @@ class NumbaKernel(NumpyKernel):
                                      "p_idle", "idle_leak_fraction"))
         self._thermal = tuple(np.ascontiguousarray(np.broadcast_to(np.asarray(c[k], dtype=float), self._a.shape))
                               for k in ("t_throttle", "throttle_hysteresis", "t_shutdown"))
-        self._power, self._clock_kernel, self._govern = _compiled()
+        _compiled()  # compile (or load from numba's cache) now, while the simulation is built
 
     def _limit(self, p_limit):
         return np.ascontiguousarray(self.chip["p_limit"] if p_limit is None else p_limit, dtype=float)
@@ -114,7 +114,7 @@ class NumbaKernel(NumpyKernel):
         u2 = u if u.ndim == 2 else u[None, :]
         out = np.empty(u2.shape)  # fresh: the caller keeps it (state, ramp limits)
         p_leak_ref, t_ref, beta, alpha, p_dyn, p_idle, ilf = self._args
-        self._power(np.ascontiguousarray(u2, dtype=float), np.ascontiguousarray(clock, dtype=float),
+        _compiled()[0](np.ascontiguousarray(u2, dtype=float), np.ascontiguousarray(clock, dtype=float),
                     np.ascontiguousarray(on), np.ascontiguousarray(t_die, dtype=float),
                     np.ascontiguousarray(held), self._a, self._e_idle, p_leak_ref, t_ref,
                     beta, alpha, p_dyn, p_idle, ilf, self._excursion, self._limit(p_limit), out)
@@ -124,7 +124,7 @@ class NumbaKernel(NumpyKernel):
         u2 = u if u.ndim == 2 else u[None, :]
         p_leak_ref, t_ref, beta, alpha, p_dyn, _, _ = self._args
         out = np.empty(self._a.shape)
-        self._clock_kernel(np.ascontiguousarray(u2, dtype=float), np.ascontiguousarray(t_die, dtype=float),
+        _compiled()[1](np.ascontiguousarray(u2, dtype=float), np.ascontiguousarray(t_die, dtype=float),
                            self._limit(p_limit), self._a, p_leak_ref, t_ref, beta, alpha, p_dyn, CLOCK_MIN,
                            CLOCK_NEWTON_STEPS, out)
         return out
@@ -136,7 +136,7 @@ class NumbaKernel(NumpyKernel):
         trip = np.empty(n, dtype=bool)
         u2 = u if u.ndim == 2 else u[None, :]
         p_leak_ref, t_ref, beta, alpha, p_dyn, _, _ = self._args
-        self._govern(np.ascontiguousarray(u2, dtype=float), np.ascontiguousarray(t_die, dtype=float),
+        _compiled()[2](np.ascontiguousarray(u2, dtype=float), np.ascontiguousarray(t_die, dtype=float),
                      np.ascontiguousarray(clock_thermal, dtype=float), np.ascontiguousarray(tripped),
                      float(dt), self._limit(p_limit), self._a, p_leak_ref, t_ref, beta, alpha, p_dyn, *self._thermal,
                      THROTTLE_GAIN, THROTTLE_DOWN_RATE, THROTTLE_UP_RATE, CLOCK_MIN, CLOCK_NEWTON_STEPS,
