@@ -9,7 +9,8 @@ from twin.export.dataset import summary
 from twin.scenario import load_scenario
 from twin.sim.driver import Simulation
 
-ALL = sorted(SCENARIOS.rglob("*.yaml"))
+#: Catalogue overlays (scenarios/overlays) are not scenarios; the scenarios that include them load them.
+ALL = sorted(p for p in SCENARIOS.rglob("*.yaml") if p.parent.name != "overlays")
 RUNNABLE = [p for p in ALL if p.parent == SCENARIOS and not p.name.startswith("sweep")]
 
 

@@ -2,7 +2,9 @@
 
 - ``twin[sweep]``: Dask distributed, for ``twin sweep`` on workers and ``twin capacity --workers``;
 - ``twin[report]``: matplotlib, for ``twin report``;
-- ``twin[parquet]``: pyarrow, for replay and telemetry tables in Parquet.
+- ``twin[parquet]``: pyarrow, for replay and telemetry tables in Parquet;
+- ``twin[fast]``: numba, for the compiled chip kernel (:mod:`twin.power.kernels`; without it the
+  numpy reference runs, nothing else changes).
 
 They are imported where they are used, through :func:`require`, so a missing one is one line
 saying which extra to install, never a traceback.

@@ -27,6 +27,8 @@ LIMITS: dict[str, tuple[float, float, str, str]] = {
     # Rack and row power: the densest racks announced are near 1 MW; a row of them near 100 MW.
     "rack_power": (0.0, 10e6, "W", "a rack's input"),
     "row_power": (0.0, 1e9, "W", "a row's input"),
+    # A facility's input: the largest campuses announced are planned at a few GW.
+    "facility_power": (0.0, 10e9, "W", "a facility's input"),
     # A single device's power limit: the largest accelerator packages draw a few kW.
     "device_power": (0.0, 100e3, "W", "a device's power limit"),
     # Wholesale electricity: ERCOT's offer cap is 5 USD/kWh; 100 USD/kWh leaves room for any tariff.

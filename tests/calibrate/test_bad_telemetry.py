@@ -113,7 +113,7 @@ CASES = [
     ("ragged-row", "time,Hostname,gpu,metric,value\n2025-01-01,node7,0,DCGM_FI_DEV_GPU_TEMP,40\n"
                    "2025-01-01,node7,0,DCGM_FI_DEV_GPU_TEMP\n2025-01-01 01:00,node7,0,DCGM_FI_DEV_GPU_TEMP,41\n", {},
      r"tel\.csv:3: <telemetry>: 4 fields where the header has 5"),
-    ("power-in-milliwatts", _mw(), {}, r"power up to [\d,.]+ W is more than 3× the chip's TDP \(400 W\): wrong "
+    ("power-in-milliwatts", _mw(), {}, r"power up to [\d,.]+ W is more than 3× the chip's TDP \(300 W\): wrong "
                                        r"units\? \(set telemetry\.units\.power, e\.g\. mW\)"),
     ("temperature-in-kelvin", _kelvin(), {}, r"temperature [\d.]+ degC is outside -20\.\.150 degC: kelvin or "
                                              r"Fahrenheit\?"),
@@ -122,14 +122,14 @@ CASES = [
     ("negative-power", _negative_power(), {}, r"negative power \(-20 W\); wrong sign or units\?"),
     ("mapped-id-absent", _good(), {"devices": {"node9/0": DEVICE}},
      r"telemetry\.devices: id 'node9/0' has no rows \(ids found: node7/0\)"),
-    ("device-not-in-scenario", _good(), {"devices": {"node7/0": "nowhere/s00/a100-sxm-0"}},
-     r"s\.yaml:\d+: telemetry\.devices\.node7/0: no device 'nowhere/s00/a100-sxm-0' in the scenario"),
+    ("device-not-in-scenario", _good(), {"devices": {"node7/0": "nowhere/s00/a100-pcie-0"}},
+     r"s\.yaml:\d+: telemetry\.devices\.node7/0: no device 'nowhere/s00/a100-pcie-0' in the scenario"),
     ("empty-fit-window", _good(), {"fit": {"from": "2026-01-01", "to": "2026-01-02"}},
      r"no samples of the mapped devices between 2026-01-01"),
     ("unknown-unit", _good().assign(metric="power"), {"units": {"power": "horsepower"}},
      r"telemetry\.units\.power: unknown unit 'horsepower' \(known: W, mW, kW\)"),
-    ("unknown-parameter", _good(), {"parameters": ["chips.a100-sxm.p_idel"]},
-     r"telemetry\.parameters\[0\]: 'chips\.a100-sxm\.p_idel': not a figure of chips\.a100-sxm"),
+    ("unknown-parameter", _good(), {"parameters": ["chips.a100-pcie.p_idel"]},
+     r"telemetry\.parameters\[0\]: 'chips\.a100-pcie\.p_idel': not a figure of chips\.a100-pcie"),
     ("no-devices-mapping", _good(), {"devices": {}},
      r"telemetry: telemetry\.devices: map at least one telemetry id"),
     ("prometheus-unreachable", None, {"source": "http://127.0.0.1:9", "interval": "1 h"},
@@ -163,7 +163,7 @@ def _spec(**kw) -> TelemetrySpec:
 def test_unknown_ids_and_metrics_are_reported_and_skipped(tmp_path):
     df = pd.concat([table(), table(host="node8"), table().assign(metric="DCGM_FI_DEV_FAN_SPEED")])
     write(tmp_path, df)
-    tele = read_telemetry(_spec(), "tel.csv", base=tmp_path, devices=[DEVICE], tdp={DEVICE: 400.0})
+    tele = read_telemetry(_spec(), "tel.csv", base=tmp_path, devices=[DEVICE], tdp={DEVICE: 300.0})
     notes = "\n".join(tele.notes)
     assert "ids not in telemetry.devices, skipped: node8/0" in notes
     assert "metrics the twin does not use, skipped: DCGM_FI_DEV_FAN_SPEED" in notes
@@ -176,7 +176,7 @@ def test_stuck_sensor_is_reported_and_left_out(tmp_path):
     temp = 35 + 0.4 * u
     temp[10:40] = 50.0  # frozen for 30 samples while utilisation swings 0-100 %
     write(tmp_path, table(util=u, temperature=temp))
-    tele = read_telemetry(_spec(), "tel.csv", base=tmp_path, devices=[DEVICE], tdp={DEVICE: 400.0})
+    tele = read_telemetry(_spec(), "tel.csv", base=tmp_path, devices=[DEVICE], tdp={DEVICE: 300.0})
     assert any("temperature stuck at 50 for 30 samples" in n for n in tele.notes), tele.notes
     t = tele.data["temperature"].to_numpy()
     assert np.isnan(t[10:40]).all() and not np.isnan(t[:10]).any() and not np.isnan(t[40:]).any()
@@ -190,7 +190,7 @@ def test_gap_and_blank_values_are_reported(tmp_path):
     df["value"] = df["value"].astype(object)
     df.loc[df.index[0], "value"] = ""
     write(tmp_path, df)
-    tele = read_telemetry(_spec(), "tel.csv", base=tmp_path, devices=[DEVICE], tdp={DEVICE: 400.0})
+    tele = read_telemetry(_spec(), "tel.csv", base=tmp_path, devices=[DEVICE], tdp={DEVICE: 300.0})
     notes = "\n".join(tele.notes)
     assert "1 blank or NaN values skipped" in notes
     assert "1 gap(s) longer than 3 h (longest 9 h from 2025-01-01 09:00:00 to 2025-01-01 18:00:00)" in notes
@@ -203,7 +203,7 @@ def test_biohpc_file_is_read_as_shipped():
 
     loaded = load_scenario(SCENARIOS / "calibrate-a100.yaml")
     spec = loaded.scenario.telemetry
-    tele = read_telemetry(spec, spec.source, base=loaded.base, devices=[DEVICE], tdp={DEVICE: 400.0})
+    tele = read_telemetry(spec, spec.source, base=loaded.base, devices=[DEVICE], tdp={DEVICE: 300.0})
     path = ROOT / "twin" / "data" / "calibration" / "biohpc" / "cbsugpu07_a100_usage_stats.tsv"
     raw = path.read_bytes()
     assert raw.startswith(b"\xef\xbb\xbf")  # the file is shipped unchanged

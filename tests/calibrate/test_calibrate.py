@@ -9,29 +9,15 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from tests.calibrate.helpers import PRIOR, TRUTH, calibration_scenario, make_telemetry
+from tests.calibrate.conftest import FIT
+from tests.calibrate.helpers import PRIOR, TRUTH
 from tests.conftest import SCENARIOS
 from twin.cli import app
 
+#: Fits of a few dozen twin runs (with, here, a Dask ensemble or a Prometheus) take minutes on a
+#: loaded 2-core machine; the limit guards against hangs, not speed.
+pytestmark = pytest.mark.timeout(1200)
 runner = CliRunner()
-FIT = ["chips.a100-sxm.p_idle", "chips.a100-sxm.r_jc", "chips.a100-sxm.p_leak_ref"]
-
-
-@pytest.fixture(scope="module")
-def recovery(tmp_path_factory):
-    """Telemetry from the truth (3 days at 10 min), calibrated on the first 2 days."""
-    folder = tmp_path_factory.mktemp("recovery")
-    tel = make_telemetry(folder)
-    scenario = calibration_scenario(folder)
-    args = ["calibrate", str(scenario), "-o", str(folder / "fitted.yaml"), "--report", str(folder / "report.json"),
-            "--from", "2025-01-01", "--to", "2025-01-03", "--holdout-from", "2025-01-03", "--holdout-to", "2025-01-04"]
-    for p in FIT:
-        args += ["--fit", p]
-    result = runner.invoke(app, args)
-    assert result.exit_code == 0, result.output
-    report = json.loads((folder / "report.json").read_text())
-    return {"folder": folder, "report": report, "output": result.output, "telemetry": tel,
-            "overlay": folder / "fitted.yaml", "scenario": scenario}
 
 
 def test_recovery_within_two_sigma_and_sigma_below_five_percent(recovery):
@@ -57,11 +43,28 @@ def test_recovery_residuals_fall_to_the_noise(recovery):
         assert rmse["temperature"]["before"] > rmse["temperature"]["after"]
 
 
+def test_held_out_samples_inside_the_band_about_ninety_percent(recovery):
+    """The calibrated twin's p5–p95 band (fitted parameters' covariance carried through the twin
+    plus the fit's residual RMS) holds ~90 % of the held-out measurements. The truth is the twin
+    itself with Gaussian noise, so the band is honest exactly when its coverage is 0.90; over the
+    hold-out's 144 samples per quantity the binomial spread of a 90 % share is √(0.9·0.1/144) =
+    2.5 points, and ±7.5 points (3 spreads) fails a band that is too narrow or too wide by a
+    quarter of its width (coverage 0.78 or 0.96)."""
+    hold = recovery["report"]["windows"]["holdout"]
+    for q in ("power", "temperature"):
+        assert hold["coverage_p5_p95"][q] == pytest.approx(0.90, abs=0.075), (q, hold)
+    # The twin reproduces its own mean: twin / measured within the noise's share of the mean.
+    assert hold["ratio"]["power"]["after"] == pytest.approx(1.0, abs=0.01), hold["ratio"]
+    assert hold["ratio"]["temperature"]["after"] == pytest.approx(1.0, abs=0.01), hold["ratio"]
+    rms = recovery["report"]["residual_rms"]
+    assert rms["power_W"] == pytest.approx(2.0, rel=0.25) and rms["temperature_K"] == pytest.approx(0.3, rel=0.25)
+
+
 def test_overlay_is_a_catalogue_overlay_a_scenario_includes(recovery, tmp_path):
     from twin.scenario import load_scenario
 
     overlay = yaml.safe_load(recovery["overlay"].read_text())
-    figures = overlay["catalog"]["chips"]["a100-sxm"]
+    figures = overlay["catalog"]["chips"]["a100-pcie"]
     assert set(figures) == {"p_idle", "r_jc", "p_leak_ref"}
     for fig in figures.values():
         assert fig["source"].startswith("fitted to ") and "2025-01-01..2025-01-03" in fig["source"]
@@ -71,18 +74,27 @@ def test_overlay_is_a_catalogue_overlay_a_scenario_includes(recovery, tmp_path):
     path = tmp_path / "with-overlay.yaml"
     path.write_text(yaml.safe_dump(data))
     loaded = load_scenario(path)
-    chip = loaded.catalog.chips["a100-sxm"]
+    chip = loaded.catalog.chips["a100-pcie"]
     fitted = {p["path"].split(".")[-1]: p for p in recovery["report"]["parameters"]}
     assert chip.p_idle.si == pytest.approx(fitted["p_idle"]["value"], rel=1e-5)  # 6 significant digits
     assert chip.p_idle.si_uncertainty == pytest.approx(fitted["p_idle"]["sigma"], rel=1e-2)
-    assert chip.tdp.si == 400.0  # the other figures stay
+    assert chip.tdp.si == 300.0  # the other figures stay
+    residual = loaded.scenario.calibration.residual
+    rms = recovery["report"]["residual_rms"]
+    assert residual.kinds == ["a100-pcie"]
+    assert residual.power == pytest.approx(rms["power_W"], rel=1e-5)
+    assert residual.temperature == pytest.approx(rms["temperature_K"], rel=1e-5)
     assert [p.path for p in loaded.scenario.calibration.parameters] == FIT
 
 
 def test_printed_table_has_prior_fitted_and_scores(recovery):
     out = recovery["output"]
-    for text in ("chips.a100-sxm.p_idle", "prior", "fitted ± σ", "RMSE before", "holdout", "temperature"):
+    for text in ("chips.a100-pcie.p_idle", "prior", "fitted ± σ", "RMSE before", "holdout", "temperature"):
         assert text in out
+    # The unmapped GPU and the fan metric in the file are reported once each and skipped.
+    notes = recovery["stderr"]
+    assert notes.count("ids not in telemetry.devices, skipped: node7/1") == 1
+    assert notes.count("metrics the twin does not use, skipped: DCGM_FI_DEV_FAN_SPEED") == 1
 
 
 def test_biohpc_held_out_rmse_falls_against_the_catalogue(tmp_path):
@@ -94,5 +106,21 @@ def test_biohpc_held_out_rmse_falls_against_the_catalogue(tmp_path):
                                  "--holdout-from", "2025-04-19", "--holdout-to", "2025-04-26"])
     assert result.exit_code == 0, result.output
     rmse = json.loads(report.read_text())["windows"]["holdout"]["rmse"]
-    assert rmse["power"]["after"] < 0.5 * rmse["power"]["before"], rmse
-    assert rmse["temperature"]["after"] < 0.75 * rmse["temperature"]["before"], rmse
+    # The catalogue's a100-pcie idle and active idle already come from this file's idle hours, so
+    # the fit gains on power only through the busy level (before 30 W, after 21 W, -31 %); the
+    # heat sink and inlet are estimates (before 16 K, after 3.2 K). The bounds leave ~10 % and
+    # ~40 % margin for a different BLAS or scipy release moving the optimum.
+    assert rmse["power"]["after"] < 0.8 * rmse["power"]["before"], rmse
+    assert rmse["temperature"]["after"] < 0.5 * rmse["temperature"]["before"], rmse
+    hold = json.loads(report.read_text())["windows"]["holdout"]
+    # Mean held-out power, twin / measured: 1.11 before, 1.05 after; temperature 0.82 → 1.02.
+    # Both within ±10 % after (the hold-out week's jobs differ from the fit week's).
+    assert abs(hold["ratio"]["power"]["after"] - 1) < abs(hold["ratio"]["power"]["before"] - 1)
+    assert hold["ratio"]["power"]["after"] == pytest.approx(1.0, abs=0.10), hold["ratio"]
+    assert hold["ratio"]["temperature"]["after"] == pytest.approx(1.0, abs=0.10), hold["ratio"]
+    # The p5–p95 band holds 90 % of the held-out hours' power and 79 % of their temperatures
+    # (the week's inlet drifts; hour-to-hour correlated residuals make a week's share vary more
+    # than a binomial's): at least 80 % and 70 %, and power at most 97 % (a band that wide says
+    # less than the data allow).
+    assert 0.80 <= hold["coverage_p5_p95"]["power"] <= 0.97, hold["coverage_p5_p95"]
+    assert hold["coverage_p5_p95"]["temperature"] >= 0.70, hold["coverage_p5_p95"]

@@ -206,3 +206,22 @@ def test_missing_gymnasium_is_one_line_naming_the_extra():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode != 0
     assert "twin.control needs Gymnasium: pip install 'twin[control]'" in out.stderr
+
+
+def test_vector_environment_steps_each_seed_as_its_own_env():
+    """Gymnasium's vector API over two copies of the scenario: each sub-environment's first
+    interval equals the single environment's (same scenario, same held set-points)."""
+    from twin.control.evaluate import make_vector
+
+    venv = make_vector([QUICK, QUICK], overrides=SHORT)
+    obs, _ = venv.reset(seed=0)
+    single = FacilityEnv(QUICK, overrides=SHORT)
+    o1, _ = single.reset(seed=0)
+    hold = single.hold_action()
+    _, r1, *_ = single.step(hold)
+    batched = {k: np.stack([v, v]) for k, v in hold.items()}
+    _, rewards, terminated, truncated, _ = venv.step(batched)
+    assert rewards.tolist() == [r1, r1]
+    assert not terminated.any() and not truncated.any()
+    assert np.array_equal(obs["facility.p_it"][0], o1["facility.p_it"])
+    venv.close()

@@ -86,6 +86,15 @@ CASES = [
     ("duplicate-hall", GOOD.replace("halls:\n", "halls:\n  - name: h\n    rows: [{name: r0, racks: "
                                     "[{name: k0, template: gb300-nvl72}]}]\n"), 10, "halls[1].name",
      r"duplicate hall name 'h'"),
+    # Device power limits and the control section (their own quantities).
+    ("device-power-limit", GOOD + "power_limits:\n  - {limit: 1e9 W}\n", 19, "power_limits[0].limit",
+     r"'1e9 W' is outside 0 W to 100000 W \(a device's power limit\)"),
+    ("control-interval", GOOD + "control: {interval: 1e308 s}\n", 18, "control.interval",
+     r"is outside 0 s to .* \(a simulated span"),
+    ("control-facility-limit", GOOD + "control: {p_facility_limit: inf W}\n", 18, "control.p_facility_limit",
+     r"not a finite number"),
+    ("control-action-bound", GOOD + "control: {actions: [{control: cdu.t_supply_set, low: .nan}]}\n", 18,
+     "control.actions[0].low", r"finite"),
     # Markup and long values from the file are quoted as short, inert excerpts.
     ("emoji-in-template", GOOD.replace("gb300-nvl72", "':x: [bold]red'"), 13,
      "halls[0].rows[0].racks[0].template", r"unknown template '\\x3ax: \\\[bold\]red'"),

@@ -83,9 +83,14 @@ CHANGED: dict[str, str] = {
                              "boundary with a plant): changes when a plant's CDU supply moves",
     "rack.t_air_in": "the cold aisle the rack drew from during the step (it was the next step's with "
                      "a plant)",
+    "gb300-rack": "kpi.band_0p1_20Hz_share: a steady facility load (RMS fluctuation at most 1e-9 of the "
+                  "mean) has share 0; it was a ratio of round-off (the rack's load is constant here)",
     "hall-1k": "multi-rate components step at the start of each block on the means of the latest "
                "plant.step of inputs including this step (the plant used the block before, without this "
                "step; with plant.step = time.step both are that step's own inputs)",
+    "phoenix-events": "facility power counts the UPS battery's discharge during the utility outage (the "
+                      "facility's input from every source, so PUE stays >= 1 through an outage); it counted "
+                      "the utility alone",
 }
 
 

@@ -5,15 +5,14 @@ window are divided by a noise scale per quantity and stacked, so watts and kelvi
 in one problem; ``scipy.optimize.least_squares`` (trust-region reflective, so bounds hold)
 minimises Σ ρ(r²) with a robust loss ρ (``soft_l1``: quadratic for small residuals, linear for
 outliers such as a job starting mid-hour). The scales are re-estimated once from the first fit's
-residuals (1.4826 × median absolute deviation, i.e. the standard deviation of Gaussian noise)
-and the fit is repeated from there.
+residuals (their root mean square) and the fit is repeated from there.
 
 The Jacobian comes from forward differences, every column from the same twin run (one copy per
 perturbed parameter set, see :class:`~twin.calibrate.model.TwinModel`). Parameter uncertainty:
 
-- ``jacobian``: Cov = s² (JᵀJ)⁻¹ with J the loss-weighted Jacobian at the solution and
-  s² = 2·cost / (m − n), the residual variance (the usual asymptotic least-squares estimate;
-  optimistic when residuals are correlated in time, as hourly telemetry's are);
+- ``jacobian``: the asymptotic covariance of the robust estimate, s²(JᵀJ)⁻¹ with s² from the
+  loss's influence function at the residuals (see :func:`_covariance`); optimistic when residuals
+  are correlated in time, as hourly telemetry's are;
 - ``bootstrap`` (``n_bootstrap`` > 0): a moving-block bootstrap — blocks of consecutive samples
   (length ⌈m^(1/3)⌉) drawn with replacement, the fit repeated from the solution on each
   resample; σ is the standard deviation of the refitted values. Blocks keep the residuals'
@@ -42,8 +41,6 @@ from twin.calibrate.params import Parameter
 #: Robust loss and its scale in units of the noise scale (soft_l1: ρ(z) = 2(√(1+z) − 1)).
 LOSS = "soft_l1"
 F_SCALE = 2.0
-#: Consistency factor: 1.4826 × MAD estimates σ of Gaussian noise.
-MAD_TO_SIGMA = 1.4826
 #: Floors of the noise scales (a perfect fit must not divide by zero): power [W], temperature [K].
 NOISE_FLOOR = {"power": 0.1, "temperature": 0.05}
 #: First-pass noise scales: a share of the chips' TDP [1] and kelvin.
@@ -56,6 +53,8 @@ MAX_NFEV = 40
 MAX_NFEV_BOOTSTRAP = 15
 #: Relative change of cost and parameters at which a pass stops.
 TOLERANCE = 1e-6
+#: The 95th percentile of the standard normal: a p5–p95 band is the prediction ± Z90·σ.
+Z90 = 1.6448536269514722
 
 
 @dataclass
@@ -65,6 +64,9 @@ class Scores:
     n: dict[str, int]
     rmse: dict[str, dict[str, float]]  # quantity → {before, after}
     mape: dict[str, dict[str, float]]
+    ratio: dict[str, dict[str, float]] = field(default_factory=dict)  # mean twin / mean measured
+    #: Share of the measured samples inside the calibrated twin's p5–p95 band (see :func:`scores`).
+    coverage: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -76,8 +78,11 @@ class CalibrationResult:
     sigma_bootstrap: np.ndarray | None
     correlation: np.ndarray
     noise: dict[str, float]  # residual scale per quantity [W, K]
+    #: Root mean square of the fit window's residuals at the solution, per quantity [W, K].
+    residual_rms: dict[str, float]
     windows: dict[str, tuple[pd.Timestamp, pd.Timestamp]]
     scores: dict[str, Scores] = field(default_factory=dict)
+    kinds: list[str] = field(default_factory=list)  # chip kind of each measured device
     runs: int = 0
     nfev: int = 0
     status: str = ""
@@ -94,9 +99,46 @@ def _metrics(pred: np.ndarray, meas: np.ndarray) -> tuple[int, float, float]:
     return int(ok.sum()), rmse, mape
 
 
-def scores(model: TwinModel, before: np.ndarray, after: np.ndarray, start, end) -> Scores:
-    """RMSE and MAPE of the twin with ``before`` and ``after`` parameters on ``[start, end)``."""
-    pred = model.predict(np.vstack([before, after]), start, end)
+def _ratio(pred: np.ndarray, meas: np.ndarray) -> float:
+    ok = ~np.isnan(meas) & ~np.isnan(pred)
+    total = float(meas[ok].sum())
+    return float(pred[ok].sum()) / total if ok.any() and total != 0 else math.nan
+
+
+def _steps(params: list[Parameter], theta: np.ndarray) -> np.ndarray:
+    """Forward-difference steps (SI), inward at an upper bound."""
+    h = np.array([DIFF_STEP * p.scale for p in params])
+    hi = np.array([p.upper for p in params])
+    return np.where(theta + h <= hi, h, -h)
+
+
+def scores(model: TwinModel, before: np.ndarray, after: np.ndarray, start, end, *,
+           cov: np.ndarray | None = None, residual: dict[str, float] | None = None) -> Scores:
+    """RMSE, MAPE and mean ratio of the twin with ``before`` and ``after`` parameters on
+    ``[start, end)``, and the coverage of the calibrated twin's p5–p95 band.
+
+    Parameters
+    ----------
+    cov : ndarray, shape (P, P), optional
+        Covariance of the fitted parameters (SI), as an ensemble samples them.
+    residual : dict, optional
+        What the twin does not explain: the fit window's residual RMS per quantity [W, K].
+
+    Notes
+    -----
+    The band of a sample i is ŷᵢ ± z₀.₉₅·√(jᵢᵀ C jᵢ + s_q²): the parameters' covariance C carried
+    through the twin to first order (jᵢ = ∂ŷᵢ/∂θ by forward differences, all in the same run as
+    ŷ), plus the residual variance s_q² of quantity q, which no parameter draw produces (hourly
+    means of jobs the utilisation does not describe, sensor noise). ``coverage`` is the share of
+    measured samples inside it: 0.90 when the band is honest.
+    """
+    P = len(model.params)
+    rows = [before, after]
+    band = cov is not None and residual is not None and P > 0
+    if band:
+        h = _steps(model.params, after)
+        rows += [after + h[k] * np.eye(P)[k] for k in range(P)]
+    pred = model.predict(np.vstack(rows), start, end)
     meas = model.tele.arrays(start, end)
     out = Scores({}, {}, {})
     for q, arr in (("power", pred.power), ("temperature", pred.temperature)):
@@ -105,6 +147,13 @@ def scores(model: TwinModel, before: np.ndarray, after: np.ndarray, start, end) 
         out.n[q] = n
         out.rmse[q] = {"before": rb, "after": ra}
         out.mape[q] = {"before": mb, "after": ma}
+        out.ratio[q] = {"before": _ratio(arr[0], meas[q]), "after": _ratio(arr[1], meas[q])}
+        if band:
+            J = (arr[2:] - arr[1][None]) / h[:, None, None]  # (P, times, devices)
+            var = np.einsum("k...,kl,l...->...", J, cov, J) + residual[q] ** 2
+            ok = ~np.isnan(meas[q]) & ~np.isnan(arr[1])
+            inside = np.abs(meas[q] - arr[1]) <= Z90 * np.sqrt(np.maximum(var, 0.0))
+            out.coverage[q] = float(inside[ok].mean()) if ok.any() else math.nan
     return out
 
 
@@ -185,13 +234,18 @@ class Objective:
         return J if self.weights is None else J * np.sqrt(self.weights)[:, None]
 
     def reestimate_noise(self, z) -> None:
-        """Noise scales from the residuals at ``z`` (robust: 1.4826 × MAD), with floors."""
+        """Scales from the residuals at ``z``: their root mean square, with floors.
+
+        The RMS, not a median-based spread: on a mostly idle server the idle hours fit almost
+        exactly, a median would say "noise 0.3 W", and every busy hour would then count as an
+        outlier of the robust loss and be ignored. The RMS weighs each quantity by how well the
+        model can follow it overall; the robust loss still tempers single bad intervals.
+        """
         r = self._raw(z)[0]
         n_p = int((~np.isnan(self.meas["power"])).sum())
         for q, part in (("power", r[:n_p]), ("temperature", r[n_p:])):
             if part.size:
-                mad = float(np.median(np.abs(part - np.median(part))))
-                self.noise[q] = max(MAD_TO_SIGMA * mad, NOISE_FLOOR[q])
+                self.noise[q] = max(float(np.sqrt(np.mean(part * part))), NOISE_FLOOR[q])
 
     def solve(self, z0, max_nfev=MAX_NFEV):
         lo = self.z([p.lower for p in self.params])
@@ -202,17 +256,32 @@ class Objective:
                              ftol=TOLERANCE, gtol=TOLERANCE)
 
 
-def _covariance(res, n_params: int) -> np.ndarray:
-    """s² (JᵀJ)⁻¹ from a least_squares result (in its coordinates)."""
-    J = res.jac
-    m = J.shape[0]
-    dof = max(m - n_params, 1)
-    s2 = 2.0 * res.cost / dof
-    _, sv, vt = np.linalg.svd(J, full_matrices=False)
+def _covariance(r: np.ndarray, J: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """Asymptotic covariance of the robust (M-) estimate from the residuals ``r`` and Jacobian
+    ``J`` of the noise-normalised problem at the solution (in its coordinates).
+
+    Each measured quantity (``group``: 0 power, 1 temperature) gets its own effective variance
+    v_q = [Σ_q ψ(rᵢ)² / (m_q − n·m_q/m)] / [mean_q ψ'(rᵢ)]², and Cov = (J̃ᵀJ̃)⁻¹ with the rows of J
+    divided by √v_q: weighted least squares with each quantity's residual variance at the
+    solution, times the robust loss's efficiency factor (Huber 1981, "Robust Statistics", §7.6).
+    ψ is the influence function of the soft-l1 loss at scale c: ψ(r) = r / √(1 + (r/c)²),
+    ψ'(r) = (1 + (r/c)²)^(−3/2); for c → ∞, v_q is the residual variance s_q².
+    """
+    m, n = J.shape
+    w = 1.0 + (r / F_SCALE) ** 2
+    psi2 = r * r / w
+    dpsi = w ** -1.5
+    rows = np.empty(m)
+    for q in np.unique(group):
+        sel = group == q
+        mq = int(sel.sum())
+        dof = max(mq - n * mq / m, 1.0)
+        rows[sel] = (psi2[sel].sum() / dof) / max(dpsi[sel].mean(), 1e-12) ** 2
+    Jw = J / np.sqrt(rows)[:, None]
+    _, sv, vt = np.linalg.svd(Jw, full_matrices=False)
     tiny = np.finfo(float).eps * max(J.shape) * (sv[0] if sv.size else 0.0)
     inv = np.where(sv > tiny, 1.0 / np.maximum(sv, tiny) ** 2, np.inf)
-    cov = (vt.T * inv) @ vt
-    return cov * s2
+    return (vt.T * inv) @ vt
 
 
 def _blocks(m_rows: np.ndarray, times: int, rng, length: int) -> np.ndarray:
@@ -252,7 +321,9 @@ def calibrate(model: TwinModel, fit_window, holdout_window=None, *, n_bootstrap:
     obj.reestimate_noise(first.x)
     second = obj.solve(first.x)
     z = second.x
-    cov_z = _covariance(second, P)
+    n_power = int((~np.isnan(obj.meas["power"])).sum())
+    group = np.r_[np.zeros(n_power, dtype=int), np.ones(obj.mask.sum() - n_power, dtype=int)]
+    cov_z = _covariance(obj.fun(second.x), obj.jac(second.x), group)
     value = obj.theta(z)
     sig_j = np.sqrt(np.maximum(np.diag(cov_z), 0.0)) * obj.scale
     sig_b = None
@@ -280,11 +351,16 @@ def calibrate(model: TwinModel, fit_window, holdout_window=None, *, n_bootstrap:
     windows = {"fit": tuple(fit_window)}
     if holdout_window is not None:
         windows["holdout"] = tuple(holdout_window)
-    result = CalibrationResult(model.params, value, sigma, sig_j, sig_b, corr, dict(obj.noise), windows,
-                               status=str(second.message))
+    r = obj._raw(z)[0]
+    residual_rms = {q: float(np.sqrt(np.mean(part * part))) if part.size else math.nan
+                    for q, part in (("power", r[:n_power]), ("temperature", r[n_power:]))}
+    result = CalibrationResult(model.params, value, sigma, sig_j, sig_b, corr, dict(obj.noise), residual_rms,
+                               windows, status=str(second.message))
+    result.kinds = [str(model.subset_kinds[c]) for c in model.columns]
+    cov = corr * np.outer(sigma, sigma)
     for name, (a, b) in windows.items():
         say(f"scoring the {name} window")
-        result.scores[name] = scores(model, prior, value, a, b)
+        result.scores[name] = scores(model, prior, value, a, b, cov=cov, residual=residual_rms)
     result.runs = model.runs
     result.nfev = obj.nfev
     return result

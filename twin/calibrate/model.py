@@ -56,6 +56,33 @@ def _rename(obj, names: dict[str, str]):
     return obj
 
 
+def demanded_utilisation(util, clock, busy: float, held: float, clock_exponent):
+    """The twin's demanded utilisation from measured utilisation (and clock) [1].
+
+    Parameters
+    ----------
+    util : ndarray
+        Measured fraction of time busy (nvidia-smi "GPU utilisation" / 100) [1].
+    clock : ndarray
+        Measured relative clock (NaN where not measured) [1].
+    busy, held : float
+        The mapping (:class:`twin.calibrate.spec.UtilisationMap`) [1].
+    clock_exponent : ndarray or float
+        The chip's α [1].
+
+    Notes
+    -----
+    ``u = held + (busy − held)·g`` where the device ran anything (g > 0), 0 where it did not; a
+    measured relative clock ``f`` below 1 enters as ``u·f^α`` — the twin's dynamic power at clock
+    f — while the twin's own governors keep their clock (only a measured throttle lowers it).
+    """
+    util = np.asarray(util, dtype=float)
+    u = np.where(util > 0, held + (busy - held) * util, 0.0)
+    clock = np.asarray(clock, dtype=float)
+    f = np.where(np.isnan(clock), 1.0, np.clip(clock, 0.0, 1.0))
+    return np.clip(u * np.power(f, clock_exponent), 0.0, 1.0)
+
+
 @dataclass
 class Prediction:
     """Twin output on the telemetry grid: arrays (copies, intervals, devices)."""
@@ -283,17 +310,6 @@ class TwinModel:
             self._names[k] = per
         return self._names[k]
 
-    def utilisation(self, util: np.ndarray, clock: np.ndarray, busy: float, held: float,
-                    clock_exponent: np.ndarray | float) -> np.ndarray:
-        """The twin's demanded utilisation from measured utilisation (and clock) [1].
-
-        ``u = held + (busy − held)·g`` where the device ran anything (g > 0), 0 where it did
-        not; a measured relative clock ``f`` below 1 enters as ``u·f^α`` (the twin's power at
-        clock f, while its own governors leave the clock at 1).
-        """
-        u = np.where(util > 0, held + (busy - held) * util, 0.0)
-        f = np.where(np.isnan(clock), 1.0, np.clip(clock, 0.0, 1.0))
-        return np.clip(u * np.power(f, clock_exponent), 0.0, 1.0)
 
     def _alpha(self, j_theta: np.ndarray) -> np.ndarray:
         """clock_exponent of each telemetry device's chip for one parameter set."""
@@ -351,7 +367,7 @@ class TwinModel:
         frames = []
         for j, theta in enumerate(thetas):
             busy, held = self._mapping(theta)
-            u = self.utilisation(meas["utilisation"], meas["clock"], busy, held, self._alpha(theta))
+            u = demanded_utilisation(meas["utilisation"], meas["clock"], busy, held, self._alpha(theta))
             for c, col in enumerate(self.columns):
                 ok = ~np.isnan(meas["utilisation"][:, c])
                 frames.append(pd.DataFrame({"time": t[ok], "device": names[j][col], "u": u[ok, c]}))

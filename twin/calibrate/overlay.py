@@ -67,6 +67,11 @@ def overlay_data(result: CalibrationResult, loaded, source: str) -> dict:
                        for p, v, s in zip(result.params, result.value, result.sigma)],
         "correlation": [[round(float(x), 6) for x in row] for row in result.correlation],
     }
+    rms = result.residual_rms
+    if all(math.isfinite(rms[q]) for q in ("power", "temperature")):
+        out["calibration"]["residual"] = {"power": float(f"{rms['power']:.6g}"),
+                                          "temperature": float(f"{rms['temperature']:.6g}"),
+                                          "kinds": sorted(set(result.kinds))}
     return out
 
 
@@ -93,6 +98,8 @@ def report_data(result: CalibrationResult, loaded, source: str, notes: list[str]
             entry["n"] = sc.n
             entry["rmse"] = {q: {k: _num(v) for k, v in d.items()} for q, d in sc.rmse.items()}
             entry["mape"] = {q: {k: _num(v) for k, v in d.items()} for q, d in sc.mape.items()}
+            entry["ratio"] = {q: {k: _num(v) for k, v in d.items()} for q, d in sc.ratio.items()}
+            entry["coverage_p5_p95"] = {q: _num(v) for q, v in sc.coverage.items()}
         windows[name] = entry
     params = []
     for i, p in enumerate(result.params):
@@ -111,6 +118,8 @@ def report_data(result: CalibrationResult, loaded, source: str, notes: list[str]
         "parameters": params,
         "correlation": np.asarray(result.correlation).round(6).tolist(),
         "noise": {"power_W": result.noise["power"], "temperature_K": result.noise["temperature"]},
+        "residual_rms": {"power_W": _num(result.residual_rms["power"]),
+                         "temperature_K": _num(result.residual_rms["temperature"])},
         "runs": result.runs,
         "status": result.status,
         "notes": list(notes),

@@ -48,6 +48,7 @@ BOUNDS: dict[str, tuple[str, float, float]] = {
     "cold_aisle": ("offset", -20.0, 20.0),
     "facility_water_supply": ("offset", -20.0, 20.0),
     "supply_temperature": ("offset", -20.0, 20.0),
+    "p_active_idle": ("factor", 0.25, 3.0),
     "busy": ("absolute", 0.05, 1.0),
     "held": ("absolute", 0.0, 0.9),
 }
@@ -64,15 +65,15 @@ SCENARIO_FIELDS = {
 }
 #: The utilisation mapping's fields.
 MAPPING_FIELDS = ("busy", "held")
-#: Default parameters: idle power, the heat sink, the inlet (air-cooled) or coolant
-#: (liquid-cooled) offset, and the utilisation mapping (activity while busy, active idle). All
-#: identifiable from interval means of power, temperature and utilisation; r_jc and r_conv_ref in
-#: series are not (so one of them), nor is leakage apart from idle power without a spread of
-#: temperatures at equal load (add chips.KIND.p_leak_ref with --fit when the data has one).
-DEFAULTS_AIR = ("p_idle", "r_conv_ref", "site.cold_aisle", "telemetry.utilisation.busy",
-                "telemetry.utilisation.held")
-DEFAULTS_LIQUID = ("p_idle", "r_conv_ref", "cdus.0.supply_temperature", "telemetry.utilisation.busy",
-                   "telemetry.utilisation.held")
+#: Default parameters: idle and active-idle power, the heat sink, the inlet (air-cooled) or
+#: coolant (liquid-cooled) offset, and the activity while busy (the utilisation mapping's
+#: ``busy``). All identifiable from interval means of power, temperature and utilisation; r_jc and
+#: r_conv_ref in series are not (so one of them), nor is leakage apart from idle power without a
+#: spread of temperatures at equal load (add chips.KIND.p_leak_ref with --fit when the data has
+#: one). A default that the chips' catalogue entry does not have is left out.
+DEFAULTS_AIR = ("p_idle", "p_active_idle", "r_conv_ref", "site.cold_aisle", "telemetry.utilisation.busy")
+DEFAULTS_LIQUID = ("p_idle", "p_active_idle", "r_conv_ref", "cdus.0.supply_temperature",
+                   "telemetry.utilisation.busy")
 
 
 @dataclass(frozen=True)
@@ -163,7 +164,7 @@ def _catalog_parameter(path: str, catalog, where: tuple) -> Parameter:
     dim = figure_dimension(figure.value)
     prior = float(figure.si)
     lo, hi = _bounds(field_name, dim, prior)
-    if kind == "chips" and field_name in ("p_idle", "p_leak_ref"):
+    if kind == "chips" and field_name in ("p_idle", "p_leak_ref", "p_active_idle"):
         hi = min(hi, MAX_SHARE_OF_TDP * entry.tdp.si)
     sigma = float(getattr(figure, "si_uncertainty", math.nan))
     return Parameter(path, "catalog", dim, prior, lo, hi, sigma)
@@ -275,4 +276,5 @@ def default_names(loaded, kinds: list[str]) -> list[str]:
     names = list(DEFAULTS_LIQUID if liquid else DEFAULTS_AIR)
     if liquid and not loaded.scenario.cdus:
         names.remove("cdus.0.supply_temperature")
-    return names
+    chips = [loaded.catalog.chips[k] for k in kinds]
+    return [n for n in names if "." in n or all(getattr(c, n, None) is not None for c in chips)]

@@ -145,17 +145,27 @@ class ParameterEstimate(_Strict):
     units: str = ""
 
 
+class ResidualRecord(_Strict):
+    """What the calibrated twin does not explain: the fit window's residual RMS (SI)."""
+
+    power: Annotated[float, Field(ge=0.0)]  # [W]
+    temperature: Annotated[float, Field(ge=0.0)]  # [K]
+    kinds: list[str] = []  # chip kinds of the measured devices
+
+
 class CalibrationRecord(_Strict):
     """What ``twin calibrate`` fitted (written into the overlay; read by ``--ensemble``).
 
     ``correlation`` is the parameters' correlation matrix (row order of ``parameters``), so an
-    ensemble samples them jointly.
+    ensemble samples them jointly; ``residual`` widens an ensemble's band of the measured
+    devices' power and temperature into the band a measurement falls in.
     """
 
     source: str = ""
     window: str = ""
     parameters: list[ParameterEstimate] = []
     correlation: list[list[float]] | None = None
+    residual: ResidualRecord | None = None
 
     @model_validator(mode="after")
     def _shape(self):

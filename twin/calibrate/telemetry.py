@@ -323,6 +323,55 @@ def prometheus_get(base: str, path: str, **params) -> object:
     return answer["data"]
 
 
+def id_labels(spec: TelemetrySpec, metric: str) -> list[str]:
+    """Labels naming the device of a Prometheus series of ``metric``."""
+    given = spec.columns.get("id")
+    if given:
+        return [given] if isinstance(given, str) else list(given)
+    return list(DEFAULT_ID_LABELS["DCGM" if metric.startswith("DCGM") else "twin"])
+
+
+def series_id(labels: dict, names: list[str], metric: str, base: str) -> str:
+    """The telemetry id of one series: its id labels joined with ``/``."""
+    missing = [lab for lab in names if lab not in labels]
+    if missing:
+        raise _fail(base, f"{metric}: series without label '{missing[0]}' (labels: "
+                          f"{', '.join(sorted(labels))}); name the id labels in telemetry.columns.id")
+    return "/".join(str(labels[lab]) for lab in names)
+
+
+def known_metrics(base: str) -> list[str]:
+    """The metrics the twin reads that a Prometheus server holds."""
+    names = set(prometheus_get(base, "/api/v1/label/__name__/values"))
+    known = [n for n in METRIC_NAMES if n in names and n.startswith(("DCGM_", "twin_"))]
+    if not known:
+        raise _fail(base, "Prometheus holds none of the metrics the twin reads (e.g. "
+                          "DCGM_FI_DEV_POWER_USAGE, DCGM_FI_DEV_GPU_TEMP, twin_device_power_watts)")
+    return known
+
+
+def interval_means(base: str, spec: TelemetrySpec, metrics: list[str], end: float, interval: float) -> pd.DataFrame:
+    """Long rows (id, metric, value) of each metric's mean over ``[end − interval, end)``
+    (Unix seconds), by Prometheus instant queries of ``avg_over_time``."""
+    rows = []
+    for name in metrics:
+        labels = id_labels(spec, name)
+        data = prometheus_get(base, "/api/v1/query", query=f"avg_over_time({name}{spec.selector or ''}[{interval:g}s])",
+                              time=f"{end - PROMETHEUS_EPSILON:.3f}")
+        for series in data.get("result", []):
+            rows.append((series_id(series.get("metric", {}), labels, name, base), name, float(series["value"][1])))
+    return pd.DataFrame(rows, columns=["id", "metric", "value"])
+
+
+def to_si(rows: pd.DataFrame, spec: TelemetrySpec, name: str) -> pd.DataFrame:
+    """Rows of known metrics with their quantity and SI value (others dropped)."""
+    q = rows["metric"].map(lambda m: METRIC_NAMES.get(m, (None, None))[0])
+    rows = rows.assign(quantity=q).loc[q.notna()].copy()
+    if not rows.empty:
+        rows["value"] = _convert(rows, spec, name)
+    return rows
+
+
 def _unix(t) -> float:
     return (pd.Timestamp(t) - pd.Timestamp("1970-01-01")) / pd.Timedelta(seconds=1)
 
@@ -333,19 +382,13 @@ def _rows_from_prometheus(base: str, spec: TelemetrySpec, start, end, interval: 
     Each sample is ``avg_over_time(metric[interval])`` evaluated just before the interval's end,
     i.e. the mean of the samples stamped in ``[t, t + interval)``, returned at ``t``.
     """
-    names = prometheus_get(base, "/api/v1/label/__name__/values")
-    known = [n for n in METRIC_NAMES if n in set(names) and n.startswith(("DCGM_", "twin_"))]
-    if not known:
-        raise _fail(base, "Prometheus holds none of the metrics the twin reads (e.g. "
-                          "DCGM_FI_DEV_POWER_USAGE, DCGM_FI_DEV_GPU_TEMP, twin_device_power_watts)")
+    known = known_metrics(base)
     selector = spec.selector or ""
     t0, t1 = _unix(start), _unix(end)
     n = int(round((t1 - t0) / interval))
     rows = []
-    id_labels = spec.columns.get("id")
     for name in known:
-        labels = ([id_labels] if isinstance(id_labels, str) else list(id_labels)) if id_labels \
-            else list(DEFAULT_ID_LABELS["DCGM" if name.startswith("DCGM") else "twin"])
+        labels = id_labels(spec, name)
         query = f"avg_over_time({name}{selector}[{interval:g}s])"
         for k0 in range(0, n, PROMETHEUS_MAX_POINTS):
             k1 = min(n, k0 + PROMETHEUS_MAX_POINTS)
@@ -354,12 +397,7 @@ def _rows_from_prometheus(base: str, spec: TelemetrySpec, start, end, interval: 
             data = prometheus_get(base, "/api/v1/query_range", query=query, start=f"{first:.3f}",
                                   end=f"{last:.3f}", step=f"{interval:g}")
             for series in data.get("result", []):
-                metric = series.get("metric", {})
-                missing = [lab for lab in labels if lab not in metric]
-                if missing:
-                    raise _fail(base, f"{name}: series without label '{missing[0]}' (labels: "
-                                      f"{', '.join(sorted(metric))}); name the id labels in telemetry.columns.id")
-                ident = "/".join(str(metric[lab]) for lab in labels)
+                ident = series_id(series.get("metric", {}), labels, name, base)
                 for ts, value in series.get("values", []):
                     t = round((float(ts) + PROMETHEUS_EPSILON - interval) * 1e3) / 1e3
                     rows.append((t, ident, name, float(value)))

@@ -1,6 +1,6 @@
 """Command line: one module per command; library modules never import this package.
 
-``twin run | validate | schema | catalog | serve | bench | sweep | capacity | report | calibrate``,
+``twin run | validate | schema | catalog | serve | bench | sweep | capacity | report | calibrate | shadow``,
 and
 ``twin --version``. Every mistake on the command line — an unknown command or option, a value
 of the wrong type, a bad scenario or sweep file — is one line on stderr and exit code 2
@@ -24,6 +24,7 @@ from twin.cli.report import report_command
 from twin.cli.run import run
 from twin.cli.schema import schema
 from twin.cli.serve import serve
+from twin.cli.shadow import shadow_command
 from twin.cli.sweep import sweep_command
 from twin.cli.validate import validate
 
@@ -105,6 +106,7 @@ app.command(name="sweep")(sweep_command)
 app.command(name="capacity")(capacity_command)
 app.command(name="report")(report_command)
 app.command(name="calibrate")(calibrate_command)
+app.command(name="shadow")(shadow_command)
 
 
 def main():

@@ -113,14 +113,15 @@ def parameter_table(res) -> Table:
 
 def score_table(res) -> Table:
     t = Table(title="twin calibrate: RMSE and MAPE, twin vs measured")
-    for col in ("window", "quantity", "n", "RMSE before", "after", "MAPE before", "after"):
+    for col in ("window", "quantity", "n", "RMSE before", "after", "MAPE before", "after", "in p5–p95"):
         t.add_column(col, justify="left" if col in ("window", "quantity") else "right")
     units = {"power": "W", "temperature": "K"}
     for name, sc in res.scores.items():
         for q in ("power", "temperature"):
             r, m = sc.rmse[q], sc.mape[q]
+            cov = sc.coverage.get(q, math.nan)
             t.add_row(name, q, f"{sc.n[q]:,}", f"{r['before']:.2f} {units[q]}", f"{r['after']:.2f} {units[q]}",
-                      f"{m['before']:.1%}", f"{m['after']:.1%}")
+                      f"{m['before']:.1%}", f"{m['after']:.1%}", f"{cov:.0%}" if math.isfinite(cov) else "—")
     return t
 
 

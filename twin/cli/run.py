@@ -30,8 +30,20 @@ def run(
              "when stderr is not a terminal (default: only on a terminal).")] = None,
     allow_large: Annotated[bool, typer.Option(
         "--allow-large", help="Run even when the resource estimate is above the limits (README: Limits).")] = False,
+    ensemble: Annotated[Optional[int], typer.Option(
+        "--ensemble", help="Run N members with the fitted and catalogue uncertainties sampled (--seed seeds the "
+                           "draws); write p5/p50/p95 of every variable and KPI.")] = None,
+    workers: Annotated[Optional[int], typer.Option(
+        help="Ensemble: Dask worker processes (default: CPU count; 0 runs the members here).")] = None,
+    keep_members: Annotated[bool, typer.Option("--keep-members", help="Ensemble: keep every member's result.")] = False,
 ):
     """Run a scenario and write its dataset; print a summary."""
+    if ensemble is not None:
+        from twin.cli.ensemble import run_ensemble_command
+
+        return run_ensemble_command(scenario, output, ensemble, duration=duration, step=step, seed=seed,
+                                    record=record, solver=solver, workers=workers, keep_members=keep_members,
+                                    progress=progress)
     from twin.export.dataset import build_tree, run_warnings, summary
     from twin.export.writers import ZarrStream, output_format, write_tree
     from twin.sim.driver import Simulation

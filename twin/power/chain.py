@@ -2,14 +2,16 @@
 transformers → utility, with its sizing, the miscellaneous load and the electrical rooms' own
 cooling. Facility power and energy are defined here, once.
 
-``facility.p_facility`` = utility input = IT power (rack AC input) + cooling + busway, UPS and
-transformer losses + miscellaneous load + electrical-room cooling. Its exact time integral is the KPI ``energy_facility_J``, the live counter
+``facility.p_facility`` = facility input (the utility, or the UPS battery during an outage) = IT
+power (rack AC input) + cooling + busway, UPS and transformer losses + miscellaneous load +
+electrical-room cooling. Its exact time integral is the KPI ``energy_facility_J``, the live counter
 ``twin_facility_energy_joules_total`` and the OpenMetrics backfill alike (all read this one
 variable). Cooling equipment is fed from the transformers, not through the UPS. Without a
 scenario ``plant:`` there is no chain to model: utility input = IT + cooling, no upstream losses.
 
 During a ``utility_outage`` the IT load rides on the UPS battery (cooling stops drawing from the
-utility too: the chillers trip, see the plant); when the battery is empty every device goes dark.
+utility too: the chillers trip, see the plant); when the battery is empty every rack goes dark
+(no IT power at all) until the utility returns, and its devices stay tripped.
 """
 
 from __future__ import annotations
@@ -104,7 +106,10 @@ class PowerChain(Component):
     electrical rooms' units (:func:`~twin.cooling.electrical_room.electrical_room_cooling`, at
     the plant's outdoor temperature); transformers (outdoor, liquid-immersed) carry all of it
     plus the cooling and reject their losses outdoors. On battery the UPS input comes from the
-    battery and the utility carries the rest.
+    battery (never below empty) and the utility carries the rest; facility power counts the
+    battery's discharge too (The Green Grid, WP 49: total facility energy includes on-site
+    sources), so PUE stays ≥ 1 through an outage. When the battery is empty every rack is dark
+    (:class:`~twin.power.shelves.Shelves`) until the utility returns.
     """
 
     inputs = ("facility.p_it", "facility.p_cooling", "rack.p_loss")
@@ -172,15 +177,16 @@ class PowerChain(Component):
         else:
             p_room, q_out = 0.0, q_room
         p_ups_in = p_bus + l_ups
-        if self.on_battery:
-            self.battery_left -= p_ups_in * dt
-            p_util = p_cooling + self.p_misc + p_room
+        p_battery = 0.0
+        if self.on_battery:  # the battery feeds the UPS; it never goes below empty
+            self.battery_left = max(0.0, self.battery_left - p_ups_in * dt)
+            p_util, p_battery = p_cooling + self.p_misc + p_room, p_ups_in
         else:
             p_util = p_ups_in + p_cooling + self.p_misc + p_room
         n, tr = self.n_transformers, self.transformer
         s_each = float(apparent_power(p_util, self.power_factor)) / n
         l_tr = float(n * transformer_losses(s_each, tr.rating.si, tr.no_load_loss.si, tr.load_loss.si))
-        return {"p_facility": p_util + l_tr, "busway": l_bus, "ups": l_ups, "transformer": l_tr,
+        return {"p_facility": p_util + l_tr + p_battery, "busway": l_bus, "ups": l_ups, "transformer": l_tr,
                 "misc": self.p_misc, "room": p_room, "q_room": q_out}
 
     def step(self, t: float, dt: float, state) -> None:
@@ -201,9 +207,10 @@ class PowerChain(Component):
             state["facility.p_electrical_room_cooling"] = np.array([d["room"]])
             # heat rejected outdoors by the electrical rooms' units and the transformers
             tot.e_electrical_rejected += (d["q_room"] + d["transformer"]) * dt
-            if self.on_battery and self.battery_left <= 0 and not math.isfinite(self.ride_through):
+            empty = self.on_battery and self.battery_left <= 0  # every rack dark from the next step
+            if empty and not math.isfinite(self.ride_through):
                 self.ride_through = t + dt - self.outage_start
-                state["facility.battery_empty"] = np.array([True])
+            state["facility.battery_empty"] = np.array([empty])
         tot.p_facility_peak = max(tot.p_facility_peak, float(p_it_sub.max()) + over_it)
 
     def apply(self, action) -> bool:

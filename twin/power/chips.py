@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from twin.power.device import device_power
-from twin.power.governor import cap_governor, power_limit_governor, shutdown_trip, thermal_governor
+from twin.power.governor import cap_governor
+from twin.power.kernels import NumpyKernel
 from twin.scenario.errors import FieldError
 from twin.sim.component import Component, Control, Var, step_mean
 
@@ -29,8 +29,6 @@ RACK_THROTTLED = Var("rack", "throttled", "1", "fraction of the rack's devices t
 RACK_PSU_OVERLOAD = Var("rack", "psu_overload", "1",
                         "fraction of the interval the rack asked its power shelves for more than its "
                         "healthy PSUs' rating (capped or tripped per the shelf's overload policy)")
-RACK_PSU_TRIPPED = Var("rack", "psu_tripped", "1", "the rack's shelves tripped on overload this step",
-                       record=False)
 P_LIMIT = Var("device", "p_limit", "W", "device power limit in force", record=False)
 RACK_CAPPED = Var("rack", "capped", "1", "fraction of the interval the rack's clocks were capped for a power limit")
 #: Top of a power limit's control range relative to the design power of what it limits [1]
@@ -51,17 +49,20 @@ class ChipPower(Component):
         Apply the jobs' power floors and ramp limits (scenarios with jobs).
     totals : Totals
         Running totals (extra energy spent by floors and ramp limits, ``e_smoothing``).
+    kernel : NumpyKernel or NumbaKernel, optional
+        Computes the power (:mod:`twin.power.kernels`); default the numpy reference.
     """
 
     inputs = ("device.u", "device.clock_limit", "device.tripped", "device.t_die", "device.repair",
               "device.p_floor", "device.ramp", "device.held", "device.p_limit", "rack.shelf_capacity",
               "sled.p_fan")
-    outputs = (P, P_STEP, CLOCK, RACK_PSU_OVERLOAD, RACK_PSU_TRIPPED)
+    outputs = (P, P_STEP, CLOCK, RACK_PSU_OVERLOAD)
     phase = "power"
 
-    def __init__(self, chip: dict, h_w: float, smoothing: bool, totals, system=None):
+    def __init__(self, chip: dict, h_w: float, smoothing: bool, totals, kernel=None, system=None):
         self.sy = system
         self.chip = chip
+        self.kernel = kernel if kernel is not None else NumpyKernel(chip)
         self.h_w = h_w
         self.smoothing = smoothing
         self.totals = totals
@@ -76,9 +77,7 @@ class ChipPower(Component):
         the power-limit governor lowers the clock for the next step. ``p_limit`` is the limit in
         force [W] (default the scenario's, ``chip["p_limit"]``).
         """
-        c = self.chip
-        p = device_power(u * on, clock * on, t_die, ((u > 0) | held) & on, c)
-        return np.minimum(p, c["power_excursion"] * (c["p_limit"] if p_limit is None else p_limit)) * on
+        return self.kernel.power(u, clock, on, t_die, held, p_limit)
 
     def step(self, t: float, dt: float, state) -> None:
         clock, on, repair = state["device.clock_limit"], ~state["device.tripped"], state["device.repair"]
@@ -102,7 +101,6 @@ class ChipPower(Component):
     def initialise(self, state) -> None:
         n = self.sy.n_racks if self.sy is not None else 0
         state["rack.psu_overload"] = np.zeros(n)
-        state["rack.psu_tripped"] = np.zeros(n, dtype=bool)
 
     def _shelf_limit(self, p_sub, state):
         """Hold each rack within its healthy PSUs' rating (the shelf's overload policy).
@@ -122,15 +120,12 @@ class ChipPower(Component):
         p_dev_rack = np.add.reduceat(np.add.reduceat(p_sub, sy.sled_device_start, axis=1),
                                      sy.rack_sled_start, axis=1)  # (n_sub, racks)
         over = p_dev_rack + fixed > cap * (1 + 1e-12)
-        trip = sy.extra["rack_overload_trip"]
-        tripped = over.any(axis=0) & trip
-        if over.any():
+        capped = over & ~sy.extra["rack_overload_trip"]  # trip shelves: Shelves' over-current trip
+        if capped.any():
             with np.errstate(divide="ignore", invalid="ignore"):
-                scale = np.where(over & ~trip, np.clip((cap - fixed) / p_dev_rack, 0.0, 1.0), 1.0)
-            scale = np.where(tripped[None, :], 0.0, scale)
+                scale = np.where(capped, np.clip((cap * (1 - 1e-9) - fixed) / p_dev_rack, 0.0, 1.0), 1.0)
             p_sub = p_sub * scale[:, sy.device_rack]
         state["rack.psu_overload"] = over.mean(axis=0)
-        state["rack.psu_tripped"] = tripped
         return p_sub
 
     def _smooth(self, p_sub, on, floor, ramp):
@@ -157,23 +152,26 @@ class Governors(Component):
         Built system (chip limits, rack and row power limits, device → rack/row maps).
     totals : Totals
         Running totals (throttled device-seconds, capped rack-seconds, first throttle and trip).
+    kernel : NumpyKernel or NumbaKernel, optional
+        Computes the power-limit clock (:mod:`twin.power.kernels`); default the numpy reference.
 
     Notes
     -----
     Reads the die temperatures and rack powers of the step just taken and sets the clock limit
     and the trips for the next one (:func:`~twin.power.governor.thermal_governor`,
     :func:`~twin.power.governor.shutdown_trip`, :func:`~twin.power.governor.cap_governor`).
-    A restarted job's devices are cleared first; when the UPS battery runs out every device trips.
+    A restarted job's devices are cleared first; the devices of a rack without input power
+    (its PSUs tripped on over-current, or the UPS battery ran out) trip.
     """
 
-    inputs = ("device.u", "device.t_die", "rack.p_ac", "device.repair", "facility.battery_empty",
-              "rack.psu_tripped")
+    inputs = ("device.u", "device.t_die", "rack.p_ac", "device.repair", "rack.psu_tripped", "facility.battery_empty")
     outputs = (THROTTLED, RACK_THROTTLED, RACK_CAPPED, CLOCK_LIMIT, TRIPPED, P_LIMIT)
     phase = "controllers"
 
-    def __init__(self, system, totals):
+    def __init__(self, system, totals, kernel=None):
         self.sy = sy = system
         self.totals = totals
+        self.kernel = kernel if kernel is not None else NumpyKernel(system.chip)
         n = sy.n_devices
         self.clock_thermal = np.ones(n)
         self.clock_power = np.ones(n)  # the power-limit governor's clock
@@ -199,7 +197,7 @@ class Governors(Component):
 
     def settle(self, u, t_die, state) -> None:
         """Start at the clock that holds the first step's demand ``u`` within the power limits."""
-        self.clock_power = power_limit_governor(self.p_limit, u, t_die, self.sy.chip)
+        self.clock_power = self.kernel.clock_limit(u, t_die, self.p_limit)
         self.clock = np.minimum(self.clock_thermal, self.clock_power)
         state["device.clock_limit"] = self.clock
 
@@ -212,13 +210,11 @@ class Governors(Component):
             self.clock_power[repair] = 1.0
         t_die = state["device.t_die"]
         throttled = self.clock_thermal < 1.0
-        self.clock_thermal = thermal_governor(self.clock_thermal, t_die, sy.chip["t_throttle"],
-                                              sy.chip["throttle_hysteresis"], dt)
-        # Power limit: the clock that keeps the step's highest demand at or under the limit.
-        self.clock_power = power_limit_governor(self.p_limit, state["device.u"].max(axis=0), t_die, sy.chip)
-        clock = np.minimum(self.clock_thermal, self.clock_power)
         was_tripped = self.tripped
-        self.tripped = shutdown_trip(t_die, sy.chip["t_shutdown"], self.tripped)
+        # Thermal throttling, the power limit (the clock that keeps the step's highest demand at
+        # or under the limit in force) and shutdown trips, device by device.
+        self.clock_thermal, self.clock_power, clock, self.tripped = self.kernel.govern(
+            state["device.u"], t_die, self.clock_thermal, self.tripped, dt, self.p_limit)
         capped = self.rack_cap < 1.0
         if self.capping:
             p_ac = step_mean(state["rack.p_ac"])
@@ -233,13 +229,14 @@ class Governors(Component):
             self.clock = clock
         if self.first_throttle == math.inf and throttled.any():
             self.first_throttle = t
+        # A rack without input power from the next step (its PSUs tripped, or the UPS battery is
+        # empty): its devices are off.
+        if state["facility.battery_empty"][0]:
+            self.tripped[:] = True
+        elif state["rack.psu_tripped"].any():
+            self.tripped |= state["rack.psu_tripped"][sy.device_rack]
         if self.first_trip == math.inf and self.tripped.any() and not was_tripped.any():
             self.first_trip = t + dt
-        if state["facility.battery_empty"][0]:
-            self.tripped[:] = True  # the UPS battery is empty: everything goes dark
-        psu_trip = state["rack.psu_tripped"]
-        if psu_trip.any():  # a shelf's over-current protection took its rack's devices down
-            self.tripped |= psu_trip[sy.device_rack]
         state["device.throttled"] = throttled
         state["rack.throttled"] = sy.rack_sum(sy.sled_sum(throttled.astype(float))) / self.rack_devices
         state["rack.capped"] = capped

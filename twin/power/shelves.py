@@ -4,7 +4,11 @@ Sled DC power = Σ devices + board overhead + fans; rack DC = Σ sleds (``np.add
 the contiguous entity order); rack AC = DC / η_shelf(load) from each shelf type's efficiency
 curve (:func:`twin.power.psu.shelf_input_power`) over the healthy PSUs. IT power is Σ rack AC
 + the scale-out network outside the racks (``facility.p_network``).
-``psu_failure`` events take PSUs out of a rack's shelves (the rest share the load).
+``psu_failure`` events take PSUs out of a rack's shelves (the rest share the load). When a
+step's peak demand exceeds what the healthy PSUs can carry they trip on over-current: the
+step is carried at full-load efficiency, and from the next step the rack is dark — no DC at all
+(devices tripped, board and fans off) until PSUs are restored. Every rack is dark while the UPS
+battery is empty during a utility outage (:class:`~twin.power.chain.PowerChain`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,11 @@ RACK_P_LOSS = Var("rack", "p_loss", "W", "power-shelf loss, step mean (heats the
                   record=False)
 SHELF_CAPACITY = Var("rack", "shelf_capacity", "W", "rated DC output of the rack's healthy PSUs",
                      record=False)
+RACK_UNPOWERED = Var("rack", "unpowered", "1",
+                     "rack without input power this step (PSUs tripped on overload, or the UPS battery empty)",
+                     record=False)
+RACK_PSU_TRIPPED = Var("rack", "psu_tripped", "1", "the rack's PSUs tripped on over-current (dark from the next step)",
+                       record=False)
 P_IT = Var("facility", "p_it", "W", "IT power (sum of rack AC input)", per_substep=True,
            counter="twin_it_energy_joules")
 
@@ -36,8 +45,9 @@ class Shelves(Component):
         Running totals (DC energy, rack AC peak).
     """
 
-    inputs = ("device.p", "sled.p_fan", "facility.p_network")
-    outputs = (SLED_P_DC, RACK_P_DC, RACK_P_AC, RACK_P_LOSS, P_IT, SHELF_CAPACITY)
+    inputs = ("device.p", "sled.p_fan", "facility.p_network", "facility.battery_empty")
+    outputs = (SLED_P_DC, RACK_P_DC, RACK_P_AC, RACK_P_LOSS, RACK_UNPOWERED, RACK_PSU_TRIPPED, P_IT,
+               SHELF_CAPACITY)
     events = ("psu_failure",)
     phase = "power"
 
@@ -45,12 +55,15 @@ class Shelves(Component):
         self.sy = system
         self.totals = totals
         self.failed_psus = np.zeros(system.n_racks, dtype=np.int64)
+        self.overloaded = np.zeros(system.n_racks, dtype=bool)  # PSUs tripped on over-current
         self.state = None
         self._capacity()
 
     def initialise(self, state) -> None:
         self.state = state
         state["rack.shelf_capacity"] = self.shelf_capacity
+        state["rack.unpowered"] = np.zeros(self.sy.n_racks, dtype=bool)
+        state["rack.psu_tripped"] = self.overloaded
 
     def _capacity(self) -> None:
         sy = self.sy
@@ -62,12 +75,21 @@ class Shelves(Component):
     def step(self, t: float, dt: float, state) -> None:
         sy, tot = self.sy, self.totals
         p_sub = state["device.p"]
+        dark = self.overloaded | bool(state["facility.battery_empty"][0])
+        state["rack.unpowered"] = dark
         p_sled_sub = np.add.reduceat(p_sub, sy.sled_device_start, axis=1) + (sy.sled_overhead + state["sled.p_fan"])
+        if dark.any():
+            p_sled_sub = p_sled_sub * ~dark[sy.sled_rack]  # no input: nothing on the rack draws
         p_dc_sub = np.add.reduceat(p_sled_sub, sy.rack_sled_start, axis=1)
+        # Over-current: carried this step at the full-load efficiency, dark from the next one.
+        self.overloaded |= p_dc_sub.max(axis=0) > self.shelf_capacity
+        state["rack.psu_tripped"] = self.overloaded
+        carried = np.maximum(self.shelf_capacity, p_dc_sub.max(axis=0))
+        carried[carried <= 0] = 1.0  # a dark rack without PSUs: 0 W of 1 W draws nothing (no 0/0)
         p_ac_sub = np.empty_like(p_dc_sub)
         for s, (loads, etas) in enumerate(sy.shelf_curves):
             sel = sy.shelf_members[s]
-            p_ac_sub[:, sel] = shelf_input_power(p_dc_sub[:, sel], self.shelf_capacity[sel], loads, etas)
+            p_ac_sub[:, sel] = shelf_input_power(p_dc_sub[:, sel], carried[sel], loads, etas)
         p_dc = step_mean(p_dc_sub)
         state["sled.p_dc"] = step_mean(p_sled_sub)
         state["rack.p_dc"] = p_dc_sub
@@ -83,4 +105,6 @@ class Shelves(Component):
         idx = rack_targets(ev.target, self.sy.rack_name)
         self.failed_psus[idx] += ev.count if action.what == "start" else -ev.count
         self._capacity()
+        if action.what != "start":
+            self.overloaded[idx] = False  # PSUs back: the shelf is re-energised (tripped devices stay off)
         return True

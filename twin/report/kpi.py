@@ -47,6 +47,11 @@ def largest_ramp(power, dt: float) -> float:
     return float(np.abs(np.diff(power)).max() / dt) if power.size > 1 else 0.0
 
 
+#: RMS fluctuation relative to the mean below which a power series counts as steady [1]: far
+#: above double-precision round-off of sums of ~1e3-1e6 terms (~1e-13), far below any load swing.
+STEADY_RELATIVE_RMS = 1e-9
+
+
 def band_energy_share(power, dt: float, f_low: float = 0.1, f_high: float = 20.0) -> float:
     """Share of a power series' fluctuation energy in a frequency band [1].
 
@@ -63,12 +68,17 @@ def band_energy_share(power, dt: float, f_low: float = 0.1, f_high: float = 20.0
     Notes
     -----
     share = Σ_{f_low ≤ f ≤ f_high} |X(f)|² / Σ_{f > 0} |X(f)|² with X the real FFT of the
-    mean-removed series (Parseval: the one-sided power spectrum).
+    mean-removed series (Parseval: the one-sided power spectrum). A series whose RMS fluctuation
+    is at most :data:`STEADY_RELATIVE_RMS` of its mean is steady and has share 0: its "spectrum"
+    is floating-point round-off, which any change of summation order reshuffles.
     """
     x = np.asarray(power, dtype=float)
     if x.size < 4:
         return float("nan")
-    spec = np.abs(np.fft.rfft(x - x.mean())) ** 2
+    dev = x - x.mean()
+    if np.sqrt(np.mean(dev * dev)) <= STEADY_RELATIVE_RMS * abs(x.mean()):
+        return 0.0  # steady: the spectrum of round-off is not a share of anything
+    spec = np.abs(np.fft.rfft(dev)) ** 2
     freqs = np.fft.rfftfreq(x.size, d=dt)
     total = spec[1:].sum()
     if total == 0:

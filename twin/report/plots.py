@@ -541,6 +541,72 @@ def plot_sweep_facility(tree, path: Path) -> Path | None:
     return _save(fig, path)
 
 
+def is_ensemble(tree) -> bool:
+    """True for an ensemble result (``twin run --ensemble``: a ``quantile`` dimension)."""
+    return bool(tree.attrs.get("twin_ensemble"))
+
+
+def _band(ax, t, da, k, label, color):
+    """p5–p95 shaded and p50 drawn, from a (quantile, time) DataArray."""
+    lo, mid, hi = (da.sel(quantile=x, method="nearest").values * k for x in (0.05, 0.5, 0.95))
+    ax.fill_between(t, lo, hi, alpha=0.3, color=color, lw=0, label=f"{label} p5–p95")
+    ax.plot(t, mid, lw=0.9, color=color, label=f"{label} p50")
+
+
+def plot_ensemble_power(tree, path: Path) -> Path | None:
+    """Facility and IT power of an ensemble: p5–p95 band and median."""
+    fac = _group(tree, "facility")
+    if fac is None or "quantile" not in fac.dims or "p_it" not in fac:
+        return None
+    fac, note = _thin(fac[[v for v in ("p_it", "p_facility") if v in fac]])
+    t = fac["time"].values
+    k, unit = _scale(fac["p_it"].values)
+    fig, ax = _figure("Power across the ensemble" + note)
+    if "p_facility" in fac:
+        _band(ax, t, fac["p_facility"], k, "facility", "#55A868")
+    _band(ax, t, fac["p_it"], k, "IT", "#4C72B0")
+    ax.set_ylabel(f"power [{unit}]")
+    ax.set_xlabel("time")
+    ax.legend(loc="upper right", fontsize=8)
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_ensemble_devices(tree, path: Path) -> Path | None:
+    """Power and die temperature of a few devices (the hottest at p50): bands over the ensemble."""
+    dev = _group(tree, "device")
+    if dev is None or "quantile" not in dev.dims or "t_die" not in dev:
+        return None
+    import numpy as np
+
+    hottest = dev["t_die"].sel(quantile=0.5, method="nearest").max("time").values
+    order = np.argsort(-np.nan_to_num(hottest, nan=-np.inf))[:4]
+    sel = dev.isel(device=order)
+    sel, note = _thin(sel[[v for v in ("p", "t_die") if v in sel]])
+    t = sel["time"].values
+    fig, axes = _figure("Devices across the ensemble (p5–p95, p50)" + note, nrows=2, sharex=True)
+    colors = ["#4C72B0", "#DD8452", "#55A868", "#C44E52"]
+    for i, name in enumerate(sel["device"].values):
+        if "p" in sel:
+            k, unit = _scale(sel["p"].values)
+            _band(axes[0], t, sel["p"].sel(device=name), k, str(name), colors[i % 4])
+            axes[0].set_ylabel(f"device power [{unit}]")
+        _band(axes[1], t, sel["t_die"].sel(device=name), 1.0, str(name), colors[i % 4])
+    axes[1].set_ylabel("die temperature [°C]")
+    axes[1].set_xlabel("time")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    axes[0].legend(loc="upper right", fontsize=7, ncol=2)
+    return _save(fig, path)
+
+
+#: Plots of an ensemble: file stem → (title, function).
+ENSEMBLE_PLOTS: dict[str, tuple[str, Callable]] = {
+    "ensemble_power": ("Power across the ensemble", plot_ensemble_power),
+    "ensemble_devices": ("Devices across the ensemble", plot_ensemble_devices),
+}
+
+
 #: Plots of a run: file stem → (title, function).
 RUN_PLOTS: dict[str, tuple[str, Callable]] = {
     "power_stack": ("Power stack over time", plot_power_stack),
@@ -592,11 +658,14 @@ def write_report(result, folder: str | Path) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     sweep = is_sweep(tree)
+    ensemble = is_ensemble(tree)
     sections, skipped = [], []
     if sweep:
         for p in plot_sweep_kpis(tree, folder):
             sections.append((p.stem.replace("kpi_", "KPI: "), p))
         registry = SWEEP_PLOTS
+    elif ensemble:
+        registry = ENSEMBLE_PLOTS
     else:
         registry = RUN_PLOTS
     for stem, (title, fn) in registry.items():
@@ -609,6 +678,15 @@ def write_report(result, folder: str | Path) -> Path:
     if sweep:
         title = f"twin sweep report: {tree.attrs.get('sweep_name', '')}"
         table = _table_html(df, tree)
+    elif ensemble:
+        title = f"twin ensemble report: {tree.attrs.get('scenario_name', '')} ({tree.attrs.get('n_members', '')} members)"
+        root = tree.to_dataset()
+        rows = "".join(
+            f"<tr><th>{html.escape(k[4:])}</th>"
+            + "".join(f"<td>{html.escape(format_value(k[4:], x))}</td>" for x in root[k].values) + "</tr>"
+            for k in root.data_vars if k.startswith("kpi_"))
+        table = ("<table><thead><tr><th>KPI</th><th>p5</th><th>p50</th><th>p95</th></tr></thead>"
+                 f"<tbody>{rows}</tbody></table>")
     else:
         title = f"twin run report: {tree.attrs.get('scenario_name', '')}"
         rows = "".join(f"<tr><th>{html.escape(kpi_label(k))}</th><td>{html.escape(format_value(k, v))}</td></tr>"

@@ -23,17 +23,28 @@ range the equipment accepts, never widen it. Nothing here changes a plain ``twin
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from twin.units import quantity
 
-Duration = quantity("time", positive=True)
-Power = quantity("power", positive=True)
-Price = quantity("price", non_negative=True)
-Rate = quantity("rate", non_negative=True)
+Duration = quantity("time", positive=True, limit="span")
+Power = quantity("power", positive=True, limit="facility_power")
+Price = quantity("price", non_negative=True, limit="price")
+Rate = quantity("rate", non_negative=True)  # a penalty per second: finite, no physical range
 Key = Annotated[str, Field(pattern=r"^[a-z_]+\.[a-z_0-9]+$")]
+
+
+def _finite(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value!r} is not a finite number")
+    return value
+
+
+#: An action bound in the control's own units ("24 degC" or a number), parsed by twin.control.
+Bound = Annotated[str | float | None, BeforeValidator(_finite)]
 
 #: Default value of a lost device-hour of work [1/s] (estimate: 2 USD per accelerator-hour, between
 #: on-demand cloud prices per chip of ~1.3 USD/h (trn1.32xlarge, 16 Trainium at 21.50 USD/h) and
@@ -53,15 +64,15 @@ INTERVAL = 300.0
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ActionSpec(_Strict):
     """One control offered as an action: its key, narrower bounds, one value for all entities."""
 
     control: Key
-    low: str | float | None = None  # in the control's units, e.g. "24 degC"
-    high: str | float | None = None
+    low: Bound = None  # in the control's units, e.g. "24 degC"
+    high: Bound = None
     shared: bool = False  # one value for every entity of the group (e.g. all CDUs)
 
 

@@ -43,7 +43,7 @@ def bench(path: str, duration: str | None = None, solver: str = "fast") -> dict:
         ``run_cpu_s`` and ``run_s`` (the step loop in CPU and wall seconds), ``write_s`` (the
         end of the Zarr stream), ``speed_cpu`` and ``speed`` (simulated seconds per CPU and per
         wall second of the loop), ``peak_rss_MiB``, ``shares`` of the loop's wall time by phase,
-        and the scenario's size.
+        the scenario's size and the chip kernel (:mod:`twin.power.kernels`).
     """
     c0 = cpu_seconds()
     from twin.export.writers import ZarrStream
@@ -82,6 +82,7 @@ def bench(path: str, duration: str | None = None, solver: str = "fast") -> dict:
         "peak_rss_MiB": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "shares": shares,
         "blas_threads": sim.blas_threads,
+        "kernel": sim.kernel,
         "machine": f"{platform.machine()} {platform.python_implementation()} {platform.python_version()}",
     }
 

@@ -24,6 +24,8 @@ from twin.cooling.cdu_pumps import CduPumps
 from twin.network.component import NetworkPower
 from twin.power.chain import PowerChain, design_ac_power
 from twin.power.chips import ChipPower, Governors, power_limits
+from twin.power.kernels import KERNELS
+from twin.power.kernels import choose as choose_kernel
 from twin.power.shelves import Shelves
 from twin.scenario.errors import FieldError
 from twin.scenario.loader import LoadedScenario
@@ -115,6 +117,9 @@ class Simulation:
     ----------
     loaded : LoadedScenario
     solver : {"fast", "reference"}
+    kernel : {"auto", "numpy", "numba"}, optional
+        Chip power and power-limit kernel (:func:`twin.power.kernels.choose`; default
+        ``TWIN_KERNEL`` or ``auto``).
     sink : ZarrStream, optional
         Streams recorded samples out as the run goes (bounded memory); otherwise they are kept
         in memory for :func:`twin.export.dataset.build_tree`.
@@ -127,7 +132,7 @@ class Simulation:
         Running totals, including the exact energy integrals behind the KPIs and counters.
     """
 
-    def __init__(self, loaded: LoadedScenario, solver: str = "fast", sink=None):
+    def __init__(self, loaded: LoadedScenario, solver: str = "fast", sink=None, kernel: str | None = None):
         self.loaded = loaded
         sc = self.scenario = loaded.scenario
         self.system: System = build_system(sc, loaded.catalog)
@@ -142,6 +147,7 @@ class Simulation:
         self.h = sc.time.step
         self.n_steps = max(1, int(round(sc.time.duration / self.h)))
         self.solver = solver
+        self.kernel = choose_kernel(self.system.n_devices, kernel)
         self.blas_threads = blas_threads()  # BLAS threads while stepping (TWIN_BLAS_THREADS)
         try:
             check_recorded(sc)
@@ -172,7 +178,8 @@ class Simulation:
     def _build_components(self, loaded) -> None:
         """The components of this scenario, in step order."""
         sy, sc, tot = self.system, self.scenario, self.totals
-        self.chips = ChipPower(sy.chip, self.h_w, self.jobs is not None, tot, system=sy)
+        kernel = KERNELS[self.kernel](sy.chip)
+        self.chips = ChipPower(sy.chip, self.h_w, self.jobs is not None, tot, kernel, system=sy)
         self.network = None  # scale-out switches and optics outside the racks (scenario `network:`)
         if sc.network is not None:
             from twin.network.cluster import ScaleOutNetwork
@@ -193,7 +200,7 @@ class Simulation:
                                     cat.transformers[pl.transformer.template], tot,
                                     redundant=pl.ups.redundant, power_factor=pl.transformer.power_factor,
                                     misc_fraction=pl.misc_load, room_cooler=room, outdoor=True)
-        self.governors = Governors(sy, tot)
+        self.governors = Governors(sy, tot, kernel)
         self.demand = Demand(self.workload)
         self.components = [NetworkPower(self.network), self.demand, self.chips]
         if self.jobs is not None:

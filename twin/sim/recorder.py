@@ -19,6 +19,10 @@ from twin.sim.component import GROUPS
 
 
 class _Group:
+    """One group's buffers, stacked: ``buf[i]`` (capacity, entities) holds variable ``i`` (the
+    recorded ones first, then the derived ones), so a sample of the whole group is written with
+    one call; ``out`` and ``acc`` give per-variable views of the same memory."""
+
     def __init__(self, name, variables, n_entities, every, total, capacity):
         self.name = name
         self.vars = [v.name for v in variables if v.ratio is None]
@@ -26,9 +30,10 @@ class _Group:
         #: categorical variables: a sample holds the value at the end of its interval, not a mean
         #: (the mean of "running" and "checkpoint" is no state)
         self.last_vars = {v.name for v in variables if v.ratio is None and v.last}
+        self.last_index = np.array([i for i, v in enumerate(self.vars) if v in self.last_vars], dtype=np.int64)
         #: derived variables: name → (numerator, denominator)
         self.derived = {v.name: v.ratio for v in variables if v.ratio is not None}
-        variables = [v.name for v in variables]
+        names = self.vars + [v.name for v in variables if v.ratio is not None]
         self.every = every
         self.total = total  # samples in the whole run
         self.capacity = capacity  # samples held in memory (== total unless streamed)
@@ -37,13 +42,55 @@ class _Group:
         self.filled = 0  # samples in the buffer
         self.flushed = 0  # samples already handed to the sink
         self.last = None  # the last sample handed to the sink
-        self.acc = {v: np.zeros(n_entities) for v in self.vars}
-        self.out = {v: np.full((capacity, n_entities), np.nan) for v in variables}
+        self.n_vars = len(self.vars)
+        self.acc_buf = np.zeros((self.n_vars, n_entities))
+        self.acc = {v: self.acc_buf[i] for i, v in enumerate(self.vars)}
+        self.buf = np.full((len(names), capacity, n_entities), np.nan)
+        self.out = {v: self.buf[i] for i, v in enumerate(names)}
+        self.ndims = None  # ndim of each variable's per-step value, as last seen
 
     @property
     def room(self) -> int:
         """Samples that can still be stored in the buffer before the run's end."""
         return min(self.capacity - self.filled, self.total - self.flushed - self.filled)
+
+    def rows(self, state, n_sub: int, how: str) -> np.ndarray:
+        """The step's values of every recorded variable as one (variables, entities) array.
+
+        ``how`` is "sample" (the step's mean: the value itself, or the mean over its sub-steps)
+        or "sum" (the sum over the step's sub-steps). A categorical variable gives its value at
+        the step's end either way.
+        """
+        values = [state[k] for k in self.keys]
+        try:
+            ndims = [v.ndim for v in values]
+        except AttributeError:
+            ndims = [np.ndim(v) for v in values]
+        if ndims != self.ndims:
+            self.ndims = ndims
+            self.two = [i for i, d in enumerate(ndims) if d == 2]
+            self.scaled = np.array([i for i, d in enumerate(ndims) if d < 2 and self.vars[i] not in self.last_vars],
+                                   dtype=np.int64)
+        last = self.last_vars
+        for i in self.two:
+            v = values[i]
+            if self.vars[i] in last:
+                values[i] = v[-1]
+            elif how == "sum":
+                values[i] = v.sum(axis=0)
+            else:
+                values[i] = v[0] if n_sub == 1 else v.mean(axis=0)
+        try:
+            out = np.array(values, dtype=float)
+        except ValueError:  # ragged: a scalar beside arrays
+            out = None
+        if out is None or out.shape != (self.n_vars, self.n_entities):
+            out = np.empty((self.n_vars, self.n_entities))
+            for i, v in enumerate(values):
+                out[i] = v
+        if how == "sum" and n_sub != 1 and self.scaled.size:
+            out[self.scaled] *= n_sub
+        return out
 
 
 class Recorder:
@@ -118,51 +165,45 @@ class Recorder:
         for g in self.groups.values():
             if g.every == n_sub and g.room > 0:  # one sample per step: no accumulation
                 row = g.filled
-                for v, key in zip(g.vars, g.keys):
-                    value = state[key]
-                    if np.ndim(value) == 2:
-                        value = value[0] if n_sub == 1 else value[-1] if v in g.last_vars else value.mean(axis=0)
-                    g.out[v][row] = value
+                g.buf[: g.n_vars, row] = g.rows(state, n_sub, "sample")
                 if g.derived:
                     self._derive(g, slice(row, row + 1))
                 g.filled += 1
                 self._maybe_flush(g)
             elif g.every >= n_sub:
-                for v, key in zip(g.vars, g.keys):
-                    value = state[key]
-                    if v in g.last_vars:
-                        g.acc[v][:] = value[-1] if np.ndim(value) == 2 else value
-                    elif np.ndim(value) == 2:
-                        g.acc[v] += value.sum(axis=0)
-                    else:
-                        g.acc[v] += value if n_sub == 1 else value * n_sub
+                step = g.rows(state, n_sub, "sum")
+                if g.last_index.size:
+                    g.acc_buf[g.last_index] = step[g.last_index]
+                    step[g.last_index] = 0.0
+                g.acc_buf += step
                 g.count += n_sub
                 if g.count >= g.every:
-                    self._emit(g, {v: (g.acc[v] if v in g.last_vars else g.acc[v] / g.every)[None, :]
-                                   for v in g.vars})
-                    for v in g.vars:
-                        g.acc[v][:] = 0.0
+                    sample = g.acc_buf / g.every
+                    if g.last_index.size:
+                        sample[g.last_index] = g.acc_buf[g.last_index]
+                    self._emit(g, sample[:, None, :])
+                    g.acc_buf[:] = 0.0
                     g.count = 0
             else:
                 k = n_sub // g.every
-                rows = {}
-                for v, key in zip(g.vars, g.keys):
+                rows = np.empty((g.n_vars, k, g.n_entities))
+                for i, (v, key) in enumerate(zip(g.vars, g.keys)):
                     value = state[key]
                     if np.ndim(value) == 2:
                         blocks = value.reshape(k, g.every, g.n_entities)
-                        rows[v] = blocks[:, -1] if v in g.last_vars else blocks.mean(axis=1)
+                        rows[i] = blocks[:, -1] if v in g.last_vars else blocks.mean(axis=1)
                     else:
-                        rows[v] = np.broadcast_to(value, (k, g.n_entities))
+                        rows[i] = value
                 self._emit(g, rows)
 
-    def _emit(self, g: _Group, rows: dict[str, np.ndarray]) -> None:
-        n = next(iter(rows.values())).shape[0]
+    def _emit(self, g: _Group, rows: np.ndarray) -> None:
+        """Store samples ``rows`` (variables, samples, entities), flushing full buffers."""
+        n = rows.shape[1]
         done = 0
         while done < n and g.room > 0:
             k = min(n - done, g.room)
             sl = slice(g.filled, g.filled + k)
-            for v, r in rows.items():
-                g.out[v][sl] = r[done: done + k]
+            g.buf[: g.n_vars, sl] = rows[:, done: done + k]
             if g.derived:
                 self._derive(g, sl)
             g.filled += k

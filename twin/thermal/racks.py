@@ -57,7 +57,7 @@ class RackThermal(Component):
         Running totals (heat to liquid and air, stored heat, hottest die).
     """
 
-    inputs = ("device.p_step", "rack.p_loss", "cdu.t_supply_next", "cdu.flow_factor",
+    inputs = ("device.p_step", "rack.p_loss", "rack.unpowered", "cdu.t_supply_next", "cdu.flow_factor",
               "facility.t_cold_aisle_next", "facility.p_network")
     outputs = (T_DIE, SLED_T_COOLANT_OUT, SLED_T_AIR_OUT, SLED_P_FAN, *RACK_VARS, *CDU_VARS,
                T_COLD_AISLE, Q_AIR)
@@ -70,6 +70,7 @@ class RackThermal(Component):
         self.totals = totals
         self.rack_coolant_factor = np.ones(sy.n_racks)
         self.rack_air_factor = np.ones(sy.n_racks)
+        self.rack_powered = np.ones(sy.n_racks)  # 0 for a rack without input power: fans and boards off
         self.m_coolant = np.full(sy.sled_name.size, np.nan)
         self.m_air = np.full(sy.sled_name.size, np.nan)
         self.T = [np.zeros((g.sleds.size, g.m)) for g in sy.groups]
@@ -89,6 +90,7 @@ class RackThermal(Component):
 
     def _fans(self) -> None:
         sy = self.sy
+        # What the fans draw when the rack has input power (the power shelves count it only then).
         self.fan_power = sy.sled_fan_power * self.rack_air_factor[sy.sled_rack]
         self.state["sled.p_fan"] = self.fan_power
 
@@ -107,7 +109,7 @@ class RackThermal(Component):
         sy = self.sy
         rack_factor = self.rack_coolant_factor * cdu_factor[sy.rack_cdu]
         m_coolant = sy.sled_m_coolant * rack_factor[sy.sled_rack]
-        m_air = sy.sled_m_air * self.rack_air_factor[sy.sled_rack]
+        m_air = sy.sled_m_air * (self.rack_air_factor * self.rack_powered)[sy.sled_rack]
         for i, g in enumerate(sy.groups):
             if not (np.array_equal(m_coolant[g.sleds], self.m_coolant[g.sleds])
                     and np.array_equal(m_air[g.sleds], self.m_air[g.sleds])):
@@ -116,6 +118,7 @@ class RackThermal(Component):
         self._flow_factor = cdu_factor.copy()
         self.rack_m_coolant = sy.rack_sum(m_coolant)
         self.rack_m_air = sy.rack_sum(m_air)
+        self.rack_sleds = sy.rack_sum(np.ones(sy.sled_name.size))
 
     def _boundaries(self, cdu_supply, t_cold_aisle: float) -> None:
         """Supply temperatures and the constant boundary heat input of every sled node."""
@@ -130,7 +133,8 @@ class RackThermal(Component):
             b = self.integrator.boundary(i)
             q = np.zeros_like(b)
             q[:, g.cool] = b[:, g.cool] * self.sled_supply[g.sleds]
-            q[:, g.air] = b[:, g.air] * self.t_cold_aisle + sy.sled_overhead[g.sleds] + self.fan_power[g.sleds]
+            powered = self.rack_powered[sy.sled_rack[g.sleds]]
+            q[:, g.air] = b[:, g.air] * self.t_cold_aisle + (sy.sled_overhead[g.sleds] + self.fan_power[g.sleds]) * powered
             self.q_base.append(q)
 
     def apply(self, action) -> bool:
@@ -177,6 +181,10 @@ class RackThermal(Component):
 
     # -- one step -------------------------------------------------------------------------
     def step(self, t: float, dt: float, state) -> None:
+        powered = (~state["rack.unpowered"]).astype(float)
+        if not np.array_equal(powered, self.rack_powered):  # a rack lost or regained its input
+            self.rack_powered = powered
+            self._flow_factor = None  # flows (fans stopped) and boundaries (no board heat) rebuilt below
         self.update(state)
         sy, tot = self.sy, self.totals
         p_dev = state["device.p_step"]
@@ -207,7 +215,13 @@ class RackThermal(Component):
         state["rack.t_coolant_supply"] = np.where(rack_m_c > 0, self.rack_supply, np.nan)
         state["rack.t_coolant_return"] = t_return
         state["rack.t_air_in"] = np.full(sy.n_racks, self.t_cold_aisle)
-        state["rack.t_air_out"] = self.t_cold_aisle + q_air / (self.rack_m_air * CP_AIR)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mixed = self.t_cold_aisle + q_air / (self.rack_m_air * CP_AIR)
+        # With every fan of a rack failed no air flows through it: its "exhaust" is the still air
+        # inside (the mean of its sleds' air nodes); its heat reaches the room by natural
+        # convection (q_air still counts it), not by a flow of zero carrying it at infinite ΔT.
+        still = sy.rack_sum(t_air) / self.rack_sleds
+        state["rack.t_air_out"] = np.where(self.rack_m_air > 0, mixed, still)
         state["rack.q_liquid"] = q_liq
         state["rack.q_air"] = q_air
         state["cdu.t_supply"] = self.cdu_supply

@@ -81,7 +81,7 @@ class Demand(Component):
 
     def _held(self):
         jobs = self.workload.jobs
-        return jobs.owner >= 0 if jobs is not None else np.zeros(self.workload.n_devices, dtype=bool)
+        return jobs.held if jobs is not None else np.zeros(self.workload.n_devices, dtype=bool)
 
     def step(self, t: float, dt: float, state) -> None:
         u, repair = self.workload.demand(t, state["device.clock_limit"], state["device.tripped"],

@@ -788,8 +788,7 @@ class InferencePool:
         K = self._K
         Rr = self._read_rate
         chunk = self.prefill_chunk
-        with np.errstate(divide="ignore"):
-            inv_c = np.where(c > 0, 1.0 / c, np.inf)
+        inv_c = np.divide(1.0, c, out=np.full(R, np.inf), where=c > 0)
         inv_c0 = np.where(c > 0, inv_c, 0.0)  # for activity: a stalled replica does none
         # Decode activity per byte read and per sequence-step (full clock) [s/B], [s].
         a_byte = self.u_hbm / self.hbm_bandwidth
@@ -966,7 +965,7 @@ class InferencePool:
         else:
             k, i = np.nonzero(np.arange(rounds)[:, None] < (B - occ)[None, :])
             if t_el[-1] > t_el[0]:
-                instant = np.r_[0, np.cumsum(t_el[1:] != t_el[:-1])]
+                instant = np.concatenate(([0], np.cumsum(t_el[1:] != t_el[:-1])))
                 s = np.lexsort((i, k, instant[i]))
                 k, i = k[s], i[s]
         t_slot = t_el[i]
@@ -986,7 +985,7 @@ class InferencePool:
         if k.max() > 0 or kv_limited:
             s = np.argsort(i, kind="stable")
             g = i[s]
-            first = np.r_[True, g[1:] != g[:-1]]
+            first = np.concatenate(([True], g[1:] != g[:-1]))
             group = np.cumsum(first) - 1
 
             def running_sum(values):  # per replica, in admission order
@@ -1017,7 +1016,7 @@ class InferencePool:
         # The batch's work [full-clock s]: its FLOPs and one pass's overheads (a pass per chunk).
         tokens = np.bincount(reps, weights=prompt, minlength=R)
         square = np.bincount(reps, weights=prompt * prompt, minlength=R)
-        new = np.unique(reps)
+        new = np.flatnonzero(np.bincount(reps, minlength=R))  # the replicas admitting, sorted
         n_tok, n_sq = tokens[new], square[new]
         passes = 1.0 if self.prefill_chunk is None else np.maximum(1.0, np.ceil(n_tok / self.prefill_chunk))
         compute = np.maximum(n_tok * self._tau_flop[new] + n_sq * self._tau_sq[new],

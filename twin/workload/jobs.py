@@ -99,6 +99,7 @@ class JobSet:
         self.rng = rng
         self.h_w = h_w
         self.owner = np.full(system.n_devices, -1, dtype=np.int64)
+        self._owned = None  # (held mask, owned devices, their job) until ownership changes
         roles = {name: chip.role for name, chip in catalog.chips.items()}
         self.role = np.array([roles[k] for k in system.device_kind], dtype=object)
         self.jobs = [JobState(spec, i) for i, spec in enumerate(jobs)]
@@ -212,6 +213,7 @@ class JobSet:
         job.hosts = (np.flatnonzero(in_sleds & (self.role == "cpu"))
                      if isinstance(job.spec, (TrainingJob, InferenceJob)) else np.zeros(0, np.int64))
         self.owner[job.all_devices] = job.index
+        self._owned = None
         if self._fabric_timed(job):
             self._fabric_timing(job)
         smoothing = getattr(job.spec, "smoothing", None)
@@ -295,6 +297,7 @@ class JobSet:
 
     def _release(self, job: JobState) -> None:
         self.owner[job.all_devices] = -1
+        self._owned = None
         self.floor[job.devices] = 0.0
         self.ramp[job.devices] = np.inf
 
@@ -431,10 +434,24 @@ class JobSet:
         job.rate = gained / (self.h_w * n)
         job.throttle_loss += (1.0 - f) * self.h_w * n * (~paused).mean()
 
+    def _ownership(self):
+        """Held mask, owned devices and their jobs' indices, cached until a job is placed or
+        released (the only places ``owner`` changes)."""
+        if self._owned is None:
+            held = self.owner >= 0
+            devices = np.flatnonzero(held)
+            self._owned = (held, devices, self.owner[devices])
+        return self._owned
+
+    @property
+    def held(self) -> np.ndarray:
+        """Devices a job holds (read-only; a new array after every placement or release)."""
+        return self._ownership()[0]
+
     def account(self, p_mean: np.ndarray, h: float) -> None:
         """Attribute the step's mean device power [W] to jobs."""
-        sums = np.bincount(self.owner[self.owner >= 0], weights=p_mean[self.owner >= 0],
-                           minlength=len(self.jobs))
+        _, devices, owner = self._ownership()
+        sums = np.bincount(owner, weights=p_mean[devices], minlength=len(self.jobs))
         for job, p in zip(self.jobs, sums):
             job.power = p
             job.energy += p * h

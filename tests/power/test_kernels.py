@@ -1,0 +1,116 @@
+"""The compiled chip kernel against the numpy reference (twin.power.kernels).
+
+Both evaluate the same equations in the same order; only ``exp`` and ``pow`` may round
+differently (numba calls the C library, numpy its own vectorised routines), by a few ulp. So
+per step they agree to 1e-12 relative (a few ulp, with margin), and a whole run's KPIs to 1e-6
+relative — rounding differences can move a governor's clock by an ulp, which the thermal
+network then carries along — with die temperatures within 0.05 K (the tolerance of the
+fast-vs-reference integrator check).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import SCENARIOS
+from twin.power.kernels import COMPILED_MIN_DEVICES, NumpyKernel, choose
+from twin.scenario import load_scenario
+
+numba = pytest.importorskip("numba")
+
+from twin.power.kernels import NumbaKernel  # noqa: E402
+
+#: Per-step agreement: a few ulp of exp/pow, with margin.
+STEP_RTOL = 1e-12
+#: Whole-run agreement of KPIs (relative) and die temperatures (absolute) [1], [K].
+RUN_RTOL = 1e-6
+RUN_T_ATOL = 0.05
+
+
+@pytest.fixture(scope="module")
+def chip():
+    """Per-device chip figures of a real mixed system (Trn3, GB300, Graviton, switches)."""
+    from twin.sim.driver import Simulation
+
+    sim = Simulation(load_scenario(SCENARIOS / "mixed-hall.yaml", {"time": {"duration": "1 s"}}), kernel="numpy")
+    return sim.system.chip
+
+
+def _inputs(chip, n_sub, seed):
+    rng = np.random.default_rng(seed)
+    n = chip["tdp"].size
+    u = rng.uniform(0.0, 1.3, (n_sub, n)) * (rng.random(n) < 0.8)  # some idle, some beyond rated
+    clock = np.where(rng.random(n) < 0.5, 1.0, rng.uniform(0.3, 1.0, n))  # full clock and DVFS states
+    on = rng.random(n) < 0.95
+    held = rng.random(n) < 0.5
+    t_die = rng.uniform(30.0, 110.0, n)  # through the throttle and shutdown points
+    return u, clock, on, t_die, held
+
+
+@pytest.mark.parametrize("n_sub", [1, 10])
+def test_power_matches_reference(chip, n_sub):
+    u, clock, on, t_die, held = _inputs(chip, n_sub, n_sub)
+    ref = NumpyKernel(chip).power(u, clock, on, t_die, held)
+    got = NumbaKernel(chip).power(u, clock, on, t_die, held)
+    assert got.shape == ref.shape
+    np.testing.assert_allclose(got, ref, rtol=STEP_RTOL, atol=0.0)
+    assert np.all(got[:, ~on] == 0.0)  # tripped devices draw nothing
+    # A power limit set while running (a cap at 70 % of the scenario's) clamps both alike.
+    cap = 0.7 * chip["p_limit"]
+    np.testing.assert_allclose(NumbaKernel(chip).power(u, clock, on, t_die, held, cap),
+                               NumpyKernel(chip).power(u, clock, on, t_die, held, cap), rtol=STEP_RTOL)
+    # One row (the initial steady state passes a single demand).
+    np.testing.assert_allclose(NumbaKernel(chip).power(u[0], clock, on, t_die, held),
+                               NumpyKernel(chip).power(u[0], clock, on, t_die, held), rtol=STEP_RTOL)
+
+
+def test_governors_match_reference(chip):
+    u, clock, on, t_die, held = _inputs(chip, 10, 7)
+    tripped = ~on
+    ref = NumpyKernel(chip).govern(u, t_die, clock, tripped, 1.0)
+    got = NumbaKernel(chip).govern(u, t_die, clock, tripped, 1.0)
+    for r, g in zip(ref, got):
+        np.testing.assert_allclose(g, r, rtol=STEP_RTOL, atol=0.0)
+    thermal, power, both, trip = got
+    assert (power < 1.0).any() and (thermal < clock).any() and (trip & ~tripped).any()  # every branch taken
+    np.testing.assert_allclose(NumbaKernel(chip).clock_limit(u, t_die), ref[1], rtol=STEP_RTOL)
+    cap = 0.7 * chip["p_limit"]  # a limit in force other than the scenario's
+    capped = NumbaKernel(chip).govern(u, t_die, clock, tripped, 1.0, cap)
+    for r, g in zip(NumpyKernel(chip).govern(u, t_die, clock, tripped, 1.0, cap), capped):
+        np.testing.assert_allclose(g, r, rtol=STEP_RTOL, atol=0.0)
+    assert (capped[1] <= power).all() and (capped[1] < power).any()  # a lower limit, a lower clock
+
+
+@pytest.mark.parametrize("case", ["quickstart-events", "hall-1k"])  # faults, throttling; jobs, a plant
+def test_run_matches_reference(case):
+    from tests.sim.test_kpi_regression import CASES
+    from twin.export.dataset import summary
+    from twin.sim.driver import Simulation
+
+    name, over = CASES[case]
+    out = {}
+    for kernel in ("numpy", "numba"):
+        sim = Simulation(load_scenario(SCENARIOS / name, over), kernel=kernel)
+        assert sim.kernel == kernel
+        sim.run()
+        out[kernel] = (summary(sim), sim.t_die.copy())
+    (ref, t_ref), (got, t_got) = out["numpy"], out["numba"]
+    np.testing.assert_allclose(t_got, t_ref, rtol=0.0, atol=RUN_T_ATOL)
+    for key, value in ref.items():
+        if isinstance(value, str):
+            assert got[key] == value, key
+        else:
+            assert float(got[key]) == pytest.approx(float(value), rel=RUN_RTOL, abs=1e-9, nan_ok=True), key
+
+
+def test_choice(monkeypatch):
+    monkeypatch.delenv("TWIN_KERNEL", raising=False)
+    assert choose(COMPILED_MIN_DEVICES - 1) == "numpy"  # small systems: not worth numba's import
+    assert choose(COMPILED_MIN_DEVICES) == "numba"
+    assert choose(10, "numba") == "numba"
+    monkeypatch.setenv("TWIN_KERNEL", "numpy")
+    assert choose(10**6) == "numpy"
+    monkeypatch.setenv("TWIN_KERNEL", "cuda")
+    with pytest.raises(ValueError, match="TWIN_KERNEL: unknown kernel 'cuda'"):
+        choose(10)

@@ -1,0 +1,268 @@
+"""Step kernels for chip power and the power-limit clock: a numpy reference and a compiled one.
+
+Two kernels compute the same two things each thermal step:
+
+- :meth:`power`: device power per workload sub-step — idle or active power with leakage
+  (:func:`twin.power.device.device_power`), clamped at the part's power excursion above its
+  limit, zero for tripped devices;
+- :meth:`clock_limit`: the clock that holds each device's highest demand of the step at its power
+  limit (:func:`twin.power.governor.power_limit_governor`, Newton on the power equation).
+
+``numpy`` is the reference: it calls those functions as they are, array operation by array
+operation. ``numba`` (the optional ``fast`` extra) does both in one compiled pass over the
+devices, with the same equations in the same order; only the rounding
+of ``exp`` and ``pow`` may differ from numpy's (a few ulp), so results agree to ~1e-12 relative
+per step and to 1e-6 over a run (tests/power/test_kernels.py).
+
+The kernel is chosen once, when the simulation is built (:func:`choose`): ``TWIN_KERNEL`` =
+``numpy`` or ``numba`` forces one; by default (``auto``) systems of at least
+:data:`COMPILED_MIN_DEVICES` devices use ``numba`` when it is installed — below that, importing
+numba and loading its compiled code costs more than it saves.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+from twin.power.device import CLOCK_NEWTON_STEPS, device_power
+from twin.power.governor import (
+    CLOCK_MIN,
+    THROTTLE_DOWN_RATE,
+    THROTTLE_GAIN,
+    THROTTLE_UP_RATE,
+    power_limit_governor,
+    shutdown_trip,
+    thermal_governor,
+)
+
+#: Environment variable that picks the kernel: ``auto`` (default), ``numpy`` or ``numba``.
+ENV = "TWIN_KERNEL"
+#: Devices from which ``auto`` picks the compiled kernel (numba's import and cache load take
+#: ~0.5 s of CPU; the compiled step saves ~10-20 µs per thousand devices and step).
+COMPILED_MIN_DEVICES = 2000
+
+
+class NumpyKernel:
+    """The reference: :func:`~twin.power.device.device_power` and
+    :func:`~twin.power.governor.power_limit_governor` on whole arrays."""
+
+    name = "numpy"
+
+    def __init__(self, chip: dict):
+        self.chip = chip
+
+    def power(self, u, clock, on, t_die, held, p_limit=None):
+        """Device power [W] for utilisation ``u`` (devices,) or (sub-steps, devices); ``p_limit``
+        is the power limit in force [W] (default the scenario's, ``chip["p_limit"]``)."""
+        c = self.chip
+        p = device_power(u * on, clock * on, t_die, ((u > 0) | held) & on, c)
+        return np.minimum(p, c["power_excursion"] * (c["p_limit"] if p_limit is None else p_limit)) * on
+
+    def clock_limit(self, u, t_die, p_limit=None):
+        """Clock [1] that holds the highest of the step's demands ``u`` (sub-steps, devices) or
+        (devices,) at each device's power limit ``p_limit`` [W] (default ``chip["p_limit"]``)."""
+        u_max = u.max(axis=0) if u.ndim == 2 else u
+        return power_limit_governor(self.chip["p_limit"] if p_limit is None else p_limit, u_max, t_die, self.chip)
+
+    def govern(self, u, t_die, clock_thermal, tripped, dt, p_limit=None):
+        """The governors' per-device part of one step: the thermal governor's next clock, the
+        power-limit clock, their minimum and the shutdown trips.
+
+        Returns
+        -------
+        (ndarray, ndarray, ndarray, ndarray of bool)
+            Thermal clock, power-limit clock, clock [1] and tripped devices.
+        """
+        c = self.chip
+        thermal = thermal_governor(clock_thermal, t_die, c["t_throttle"], c["throttle_hysteresis"], dt)
+        power = self.clock_limit(u, t_die, p_limit)
+        return thermal, power, np.minimum(thermal, power), shutdown_trip(t_die, c["t_shutdown"], tripped)
+
+
+class NumbaKernel(NumpyKernel):
+    """Both steps compiled with numba, one pass over the devices, into reused buffers.
+
+    The per-device constants of the power equations (the active floor less its leakage at the
+    idle temperature, the idle leakage, the clamp) are computed once, here, with numpy — the
+    same expressions the reference evaluates every step.
+    """
+
+    name = "numba"
+
+    def __init__(self, chip: dict):
+        super().__init__(chip)
+        c = chip
+        self._leak_idle = c["p_leak_ref"] * np.exp(c["leak_beta"] * (np.asarray(c["t_idle"]) - c["t_ref"]))
+        self._e_idle = np.exp(c["leak_beta"] * (np.asarray(c["t_idle"]) - c["t_ref"]))
+        self._excursion = np.ascontiguousarray(np.broadcast_to(np.asarray(c["power_excursion"], dtype=float),
+                                                               self._leak_idle.shape))
+        self._a = c["p_active_idle"] - self._leak_idle
+        self._args = tuple(np.ascontiguousarray(np.broadcast_to(np.asarray(c[k], dtype=float), self._a.shape))
+                           for k in ("p_leak_ref", "t_ref", "leak_beta", "clock_exponent", "p_dyn",
+                                     "p_idle", "idle_leak_fraction"))
+        self._thermal = tuple(np.ascontiguousarray(np.broadcast_to(np.asarray(c[k], dtype=float), self._a.shape))
+                              for k in ("t_throttle", "throttle_hysteresis", "t_shutdown"))
+        _compiled()  # compile (or load from numba's cache) now, while the simulation is built
+
+    def _limit(self, p_limit):
+        return np.ascontiguousarray(self.chip["p_limit"] if p_limit is None else p_limit, dtype=float)
+
+    def power(self, u, clock, on, t_die, held, p_limit=None):
+        u2 = u if u.ndim == 2 else u[None, :]
+        out = np.empty(u2.shape)  # fresh: the caller keeps it (state, ramp limits)
+        p_leak_ref, t_ref, beta, alpha, p_dyn, p_idle, ilf = self._args
+        _compiled()[0](np.ascontiguousarray(u2, dtype=float), np.ascontiguousarray(clock, dtype=float),
+                    np.ascontiguousarray(on), np.ascontiguousarray(t_die, dtype=float),
+                    np.ascontiguousarray(held), self._a, self._e_idle, p_leak_ref, t_ref,
+                    beta, alpha, p_dyn, p_idle, ilf, self._excursion, self._limit(p_limit), out)
+        return out if u.ndim == 2 else out[0]
+
+    def clock_limit(self, u, t_die, p_limit=None):
+        u2 = u if u.ndim == 2 else u[None, :]
+        p_leak_ref, t_ref, beta, alpha, p_dyn, _, _ = self._args
+        out = np.empty(self._a.shape)
+        _compiled()[1](np.ascontiguousarray(u2, dtype=float), np.ascontiguousarray(t_die, dtype=float),
+                           self._limit(p_limit), self._a, p_leak_ref, t_ref, beta, alpha, p_dyn, CLOCK_MIN,
+                           CLOCK_NEWTON_STEPS, out)
+        return out
+
+
+    def govern(self, u, t_die, clock_thermal, tripped, dt, p_limit=None):
+        n = self._a.shape[0]
+        thermal, power, clock = np.empty(n), np.empty(n), np.empty(n)
+        trip = np.empty(n, dtype=bool)
+        u2 = u if u.ndim == 2 else u[None, :]
+        p_leak_ref, t_ref, beta, alpha, p_dyn, _, _ = self._args
+        _compiled()[2](np.ascontiguousarray(u2, dtype=float), np.ascontiguousarray(t_die, dtype=float),
+                     np.ascontiguousarray(clock_thermal, dtype=float), np.ascontiguousarray(tripped),
+                     float(dt), self._limit(p_limit), self._a, p_leak_ref, t_ref, beta, alpha, p_dyn, *self._thermal,
+                     THROTTLE_GAIN, THROTTLE_DOWN_RATE, THROTTLE_UP_RATE, CLOCK_MIN, CLOCK_NEWTON_STEPS,
+                     thermal, power, clock, trip)
+        return thermal, power, clock, trip
+
+
+_COMPILED = None
+
+
+def _compiled():
+    """The numba-compiled functions (compiled, or loaded from numba's cache, on first use)."""
+    global _COMPILED
+    if _COMPILED is None:
+        import numba
+
+        jit = numba.njit(cache=True, nogil=True)
+        global _clock_jit
+        _clock_jit = jit(_clock_loop)  # called by _govern_loop: a compiled global when it compiles
+        _COMPILED = (jit(_power_loop), _clock_jit, jit(_govern_loop))
+    return _COMPILED
+
+
+def _power_loop(u, clock, on, t_die, held, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn,
+                p_idle, ilf, excursion, limit, out):
+    """Device power per sub-step into ``out`` (sub-steps, devices) [W]; the equations and their
+    order as in :func:`twin.power.device.active_power` and :func:`~twin.power.device.idle_power`."""
+    n_sub, n = u.shape
+    for j in range(n):
+        if not on[j]:
+            for k in range(n_sub):
+                out[k, j] = 0.0
+            continue
+        f = clock[j]
+        e = math.exp(beta[j] * (t_die[j] - t_ref[j]))
+        if f == 1.0:  # full clock (most devices): 1 ** x is exactly 1, no pow needed
+            leak = p_leak_ref[j] * e
+            fa = 1.0
+        else:
+            leak = p_leak_ref[j] * f ** (alpha[j] - 1.0) * e
+            fa = f ** alpha[j]
+        idle = p_idle[j] + ilf[j] * p_leak_ref[j] * (e - e_idle[j])
+        floor = a[j] + leak
+        for k in range(n_sub):
+            uk = u[k, j]
+            if uk > 0.0 or held[j]:
+                p = floor + p_dyn[j] * uk * fa
+            else:
+                p = idle
+            out[k, j] = min(p, excursion[j] * limit[j])
+
+
+def _clock_loop(u, t_die, limit, a, p_leak_ref, t_ref, beta, alpha, p_dyn, clock_min, steps, out):
+    """Clock holding the step's highest demand at the limit into ``out`` (devices,) [1]; Newton
+    as in :func:`twin.power.device.clock_for_power`."""
+    n_sub, n = u.shape
+    for j in range(n):
+        um = u[0, j]
+        for k in range(1, n_sub):
+            if u[k, j] > um:
+                um = u[k, j]
+        b = p_leak_ref[j] * math.exp(beta[j] * (t_die[j] - t_ref[j]))
+        d = p_dyn[j] * um
+        if a[j] + b + d > limit[j]:
+            x = 1.0
+            al = alpha[j]
+            for _ in range(steps):
+                xa = x ** (al - 1.0)
+                g = a[j] + b * xa + d * xa * x - limit[j]
+                dg = (al - 1.0) * b * xa / x + al * d * xa
+                x = max(x - g / dg, 1e-6)
+            out[j] = min(max(x, clock_min), 1.0)
+        else:
+            out[j] = 1.0
+
+
+_clock_jit = _clock_loop
+
+
+def _govern_loop(u, t_die, clock_thermal, tripped, dt, limit, a, p_leak_ref, t_ref, beta, alpha, p_dyn,
+                 t_throttle, hysteresis, t_shutdown, gain, down_rate, up_rate, clock_min, steps,
+                 thermal, power, clock, trip):
+    """The governors' per-device step: the thermal governor (as
+    :func:`twin.power.governor.thermal_governor`), the shutdown trip, the power-limit clock
+    (:func:`_clock_loop`) and their minimum, into ``thermal``, ``trip``, ``power``, ``clock``."""
+    for j in range(t_die.size):
+        over = t_die[j] - t_throttle[j]
+        under = (t_throttle[j] - hysteresis[j]) - t_die[j]
+        c = clock_thermal[j]
+        if over > 0:
+            c = max(clock_min, c - min(down_rate, gain * over) * dt)
+        if under > 0:
+            c = min(1.0, c + min(up_rate, gain * under) * dt)
+        thermal[j] = c
+        trip[j] = tripped[j] or t_die[j] > t_shutdown[j]
+    _clock_jit(u, t_die, limit, a, p_leak_ref, t_ref, beta, alpha, p_dyn, clock_min, steps, power)
+    for j in range(t_die.size):
+        clock[j] = min(thermal[j], power[j])
+
+
+#: Kernels by name.
+KERNELS = {"numpy": NumpyKernel, "numba": NumbaKernel}
+
+
+def numba_available() -> bool:
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def choose(n_devices: int, name: str | None = None) -> str:
+    """The kernel for a system of ``n_devices``: ``name`` or ``TWIN_KERNEL`` if given (``auto``
+    when neither is), else numba for large systems when it is installed.
+
+    Raises
+    ------
+    ValueError
+        An unknown name, or ``numba`` asked for and not installed.
+    """
+    name = (name or os.environ.get(ENV, "") or "auto").strip().lower()
+    if name == "auto":
+        return "numba" if n_devices >= COMPILED_MIN_DEVICES and numba_available() else "numpy"
+    if name not in KERNELS:
+        raise ValueError(f"{ENV}: unknown kernel '{name}' (known: auto, {', '.join(KERNELS)})")
+    if name == "numba" and not numba_available():
+        raise ValueError(f"{ENV}=numba: numba is not installed (pip install 'twin[fast]')")
+    return name
