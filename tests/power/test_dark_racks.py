@@ -80,18 +80,18 @@ ONE_US = [{"name": "h", "rows": [{"name": "r", "racks": [
 
 
 def test_an_empty_ups_battery_darkens_every_rack_and_pue_stays_above_one():
-    # A 1 kWh battery per 1,250 kW module (two modules here) carries the UltraServer for about
+    # A 1 kWh battery per 500 kW module (two modules here, N+1) carries the UltraServer for about
     # 40 s: the outage of 3 min empties it.
     over = {"time": {"start": "2026-07-01T00:00:00", "duration": "5 min", "step": "1 s"}, "halls": ONE_US,
             "plant": {"weather": {"kind": "constant", "t_dry_bulb": "20 degC"}},
-            "catalog": {"ups": {"ups-1250kw": {"battery_energy": {"value": "1 kWh", "source": "estimate"}}}},
+            "catalog": {"ups": {"ups-500kw-modern": {"battery_energy": {"value": "1 kWh", "source": "estimate"}}}},
             "events": [{"at": "1 min", "kind": "utility_outage", "duration": "3 min"}],
             "record": {"rack": "off", "cdu": "off", "facility": "1 s"}}
     sim, tree, kpi = _run(SCENARIOS / "annual-leesburg.yaml", over)
     f = tree["facility"].to_dataset()
     p_it, p_fac = f["p_it"].values, f["p_facility"].values
-    # By hand: the battery runs out when Σ (IT + UPS loss) · 1 s reaches its energy.
-    drawn = np.cumsum((f["p_it"] + f["p_ups_loss"]).values[60:])
+    # By hand: the battery runs out when Σ (IT + busway and UPS losses) · 1 s reaches its energy.
+    drawn = np.cumsum((f["p_it"] + f["p_busway_loss"] + f["p_ups_loss"]).values[60:])
     empty = 60 + int(np.argmax(drawn >= sim.battery_energy))
     assert sim.battery_energy == pytest.approx(2 * 1 * 3.6e6)
     assert kpi["ride_through_s"] == pytest.approx(empty + 1 - 60, abs=1.0)
