@@ -43,7 +43,7 @@ def test_trip_policy_takes_the_rack_down():
     r = tree["rack"].to_dataset()
     during = r["psu_overload"].values[:, 0] > 0
     assert during.any()
-    # devices off from the trip on (until repaired): only overhead and fans stay on the two PSUs
+    # the PSUs trip on over-current: the rack is dark (devices, boards and fans) until repaired
     p_dc = r["p_dc"].values[:, 0]
     first = int(np.argmax(during))
     assert np.all(p_dc[first + 1:] <= 11e3)

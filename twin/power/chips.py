@@ -123,7 +123,7 @@ class ChipPower(Component):
         capped = over & ~sy.extra["rack_overload_trip"]  # trip shelves: Shelves' over-current trip
         if capped.any():
             with np.errstate(divide="ignore", invalid="ignore"):
-                scale = np.where(capped, np.clip((cap * (1 - 1e-9) - fixed) / p_dev_rack, 0.0, 1.0), 1.0)
+                scale = np.where(capped, np.clip((cap * (1 - 1e-12) - fixed) / p_dev_rack, 0.0, 1.0), 1.0)
             p_sub = p_sub * scale[:, sy.device_rack]
         state["rack.psu_overload"] = over.mean(axis=0)
         return p_sub
