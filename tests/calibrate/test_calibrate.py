@@ -60,6 +60,25 @@ def test_held_out_samples_inside_the_band_about_ninety_percent(recovery):
     assert rms["power_W"] == pytest.approx(2.0, rel=0.25) and rms["temperature_K"] == pytest.approx(0.3, rel=0.25)
 
 
+def test_band_coverage_closed_form_and_undefined_band():
+    """Without parameter spread the band is ±1.645 s: of residuals 0, 1.6, 1.7 and −3 (s = 1) the
+    first two are inside. A parameter without a finite σ leaves the band undefined: NaN, not 0."""
+    import math
+
+    import numpy as np
+
+    from twin.calibrate.fit import band_coverage
+
+    meas = np.array([10.0, 11.6, 11.7, 7.0, np.nan])
+    pred = np.full(5, 10.0)
+    J = np.ones((1, 5))
+    assert band_coverage(meas, pred, J, np.zeros((1, 1)), 1.0) == 0.5
+    # σ_θ = 1 with ∂pred/∂θ = 1: band ±1.645·√2 = ±2.33, so 11.7 is inside too.
+    assert band_coverage(meas, pred, J, np.ones((1, 1)), 1.0) == 0.75
+    assert math.isnan(band_coverage(meas, pred, J, np.array([[np.inf]]), 1.0))
+    assert math.isnan(band_coverage(meas, pred, J, np.array([[np.nan]]), 1.0))
+
+
 def test_overlay_is_a_catalogue_overlay_a_scenario_includes(recovery, tmp_path):
     from twin.scenario import load_scenario
 

@@ -306,6 +306,19 @@ def test_estimate_counts_and_allow_large(tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
 
 
+def test_too_large_by_the_options_names_them(tmp_path):
+    """A run made too large by --duration/--step names those options, as other option errors do."""
+    from tests.conftest import SCENARIOS
+
+    out = tmp_path / "q.nc"
+    result = CliRunner().invoke(app, ["run", str(SCENARIOS / "quickstart.yaml"), "-o", str(out),
+                                      "--duration", "30 d", "--step", "1 ms"])
+    assert result.exit_code == 2 and not out.exists()
+    line = result.stderr.strip()
+    assert "\n" not in line and "too large for this machine" in line, line
+    assert line.endswith("(with --duration 30 d, --step 1 ms)"), line
+
+
 def test_catalogue_counts_beyond_any_equipment(tmp_path):
     """Found by the fuzzer: 356,337 power shelves in a rack ran, heating its air to 2.2e6 degC."""
     text = (SCENARIOS_DIR / "gb300-rack.yaml").read_text() + (

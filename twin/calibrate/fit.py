@@ -150,11 +150,40 @@ def scores(model: TwinModel, before: np.ndarray, after: np.ndarray, start, end, 
         out.ratio[q] = {"before": _ratio(arr[0], meas[q]), "after": _ratio(arr[1], meas[q])}
         if band:
             J = (arr[2:] - arr[1][None]) / h[:, None, None]  # (P, times, devices)
-            var = np.einsum("k...,kl,l...->...", J, cov, J) + residual[q] ** 2
-            ok = ~np.isnan(meas[q]) & ~np.isnan(arr[1])
-            inside = np.abs(meas[q] - arr[1]) <= Z90 * np.sqrt(np.maximum(var, 0.0))
-            out.coverage[q] = float(inside[ok].mean()) if ok.any() else math.nan
+            out.coverage[q] = band_coverage(meas[q], arr[1], J, cov, residual[q])
     return out
+
+
+def band_coverage(meas: np.ndarray, pred: np.ndarray, J: np.ndarray, cov: np.ndarray, s: float) -> float:
+    """Share of measured samples inside the prediction's p5–p95 band [1].
+
+    Parameters
+    ----------
+    meas, pred : ndarray
+        Measured and predicted values (NaN: none), same shape.
+    J : ndarray, shape (P, *meas.shape)
+        ∂pred/∂θ per parameter.
+    cov : ndarray, shape (P, P)
+        Parameter covariance.
+    s : float
+        Residual RMS (same unit as the values).
+
+    Returns
+    -------
+    float
+        The share of samples with |meas − pred| ≤ z₀.₉₅·√(jᵀ C j + s²); NaN when no sample has
+        both values, or when the band is undefined (a parameter without a finite σ: the fit
+        could not pin it down).
+    """
+    ok = ~np.isnan(meas) & ~np.isnan(pred)
+    if not ok.any():
+        return math.nan
+    with np.errstate(invalid="ignore"):
+        var = np.einsum("k...,kl,l...->...", J, cov, J) + s ** 2
+    if not np.isfinite(var[ok]).all():
+        return math.nan
+    inside = np.abs(meas - pred) <= Z90 * np.sqrt(np.maximum(var, 0.0))
+    return float(inside[ok].mean())
 
 
 class Objective:
@@ -357,7 +386,8 @@ def calibrate(model: TwinModel, fit_window, holdout_window=None, *, n_bootstrap:
     result = CalibrationResult(model.params, value, sigma, sig_j, sig_b, corr, dict(obj.noise), residual_rms,
                                windows, status=str(second.message))
     result.kinds = [str(model.subset_kinds[c]) for c in model.columns]
-    cov = corr * np.outer(sigma, sigma)
+    with np.errstate(invalid="ignore"):  # a σ that is not finite leaves the band undefined (NaN)
+        cov = corr * np.outer(sigma, sigma)
     for name, (a, b) in windows.items():
         say(f"scoring the {name} window")
         result.scores[name] = scores(model, prior, value, a, b, cov=cov, residual=residual_rms)

@@ -97,7 +97,14 @@ def load(scenario: Path, duration=None, step=None, seed=None, record=None, *, ou
         if streamed is None and output is not None:
             streamed = Path(output).suffix.lower() == ".zarr"
         loaded = load_scenario(scenario, overrides, options)
-        check_loaded(loaded, streamed=streamed, allow_large=allow_large)  # before anything is built
+        try:
+            check_loaded(loaded, streamed=streamed, allow_large=allow_large)  # before anything is built
+        except ScenarioError as exc:  # say which options made it too large, as the loader does
+            given = [f"--{k} {v}" for k, v in time_over.items()] + [f"--record {r}" for r in record or ()]
+            if not given:
+                raise
+            raise ScenarioError(f"{exc.message} (with {', '.join(given)})", file=exc.file, line=exc.line,
+                                path=exc.path) from None
         return loaded
     except ScenarioError as exc:
         fail(str(exc))
