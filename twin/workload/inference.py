@@ -760,7 +760,7 @@ class InferencePool:
         ValueError
             ``t0`` is not the pool's time, ``dt`` ≤ 0, or a clock is negative or not finite.
         """
-        R, B = self.n_replicas, self.max_batch_size
+        R = self.n_replicas
         if abs(t0 - self.t) > 1e-9 * max(1.0, abs(self.t)):
             raise ValueError(f"InferencePool.advance: step starts at t0={t0} s but the pool is at "
                              f"{self.t} s (steps must follow each other)")
