@@ -14,6 +14,7 @@ from twin.cli import app
 
 Q = str(SCENARIOS / "quickstart.yaml")
 SWEEP = str(SCENARIOS / "sweep-facility-water.yaml")
+CAL = str(SCENARIOS / "calibrate-a100.yaml")
 CAP = ["capacity", Q, "--budget-power", "20MW"]
 
 #: (argv, the start of the one line, or a compiled regular expression it must match). ``{tmp}`` is the
@@ -82,6 +83,17 @@ CASES = [
     (["report", "{tmp}/missing.nc"], "{tmp}/missing.nc: file not found"),
     (["report", Q], f"{Q}: not a twin result"),
     (["report", "{tmp}/garbage.nc"], "{tmp}/garbage.nc: not a twin result"),
+    # calibrate, shadow and ensembles
+    (["calibrate", Q], "twin calibrate: missing option '-o' / '--output'"),
+    (["calibrate", Q, "-o", "{tmp}/o.yaml"], f"{Q}:4: <document>: no 'telemetry:' section"),
+    (["calibrate", "{tmp}/missing.yaml", "-o", "{tmp}/o.yaml"], "{tmp}/missing.yaml:1: <document>: file not found"),
+    (["calibrate", CAL, "-o", "{tmp}/o.yaml", "--fit", "chips.nope.p_idle"],
+     "--fit: 'chips.nope.p_idle': no chips entry 'nope'"),
+    (["calibrate", CAL, "-o", "{tmp}/o.txt"], "{tmp}/o.txt: the overlay is YAML (.yaml or .yml)"),
+    (["calibrate", CAL, "-o", "{tmp}/o.yaml", "--bootstrap", "-1"], "--bootstrap: must not be negative"),
+    (["shadow", Q], "twin shadow: missing option '--prometheus'"),
+    (["shadow", Q, "--prometheus", "http://127.0.0.1:1"], f"{Q}:4: telemetry: twin shadow needs telemetry.devices"),
+    (["run", Q, "--ensemble", "1"], "--ensemble: needs at least 2 members"),
 ]
 
 

@@ -16,7 +16,7 @@ from twin.calibrate import params as parameters
 from twin.calibrate.fit import CalibrationResult, calibrate
 from twin.calibrate.model import TwinModel
 from twin.calibrate.telemetry import Telemetry, check, is_url, read_telemetry
-from twin.scenario.errors import FieldError, ScenarioError
+from twin.scenario.errors import FieldError, OptionError, ScenarioError
 
 #: Without windows: the most recent span of this length is used, its first half to fit and the
 #: second half held out [days].
@@ -114,11 +114,14 @@ def run_calibration(loaded, source: str | None = None, fit=None, holdout=None, n
         tele = tele.restricted(min(fit_w[0], hold_w[0]), max(fit_w[1], hold_w[1]))
         check(tele, spec, tdp)
     kinds = sorted({kinds_of[d] for d in tele.devices})
+    given = bool(names)  # from the caller (`twin calibrate --fit`), not the scenario
     names = list(names or spec.parameters or parameters.default_names(loaded, kinds))
     where = ("telemetry", "parameters")
     try:
         params = parameters.resolve(names, loaded, kinds, where, spec.bounds)
     except FieldError as exc:
+        if given:  # blame the option the user typed, not the scenario file
+            raise OptionError("--fit", exc.message) from None
         raise loaded.locate(exc) from None
     n_fit = tele.count(*fit_w)
     if n_fit <= len(params):
