@@ -25,13 +25,13 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import twin
+from tests.export.helpers import wait_until
 from twin.export.writers import COMMIT_LOG
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
@@ -76,15 +76,16 @@ def _cpu(pid: int) -> float:
 
 def _wait(proc, condition) -> bool:
     """Poll until ``condition()`` or the process ends; True if the condition was met."""
-    deadline = time.monotonic() + WAIT
-    while proc.poll() is None:
-        if condition():
-            return True
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise AssertionError("the condition was not reached in time")
-        time.sleep(0.002)
-    return False
+    def state():
+        if proc.poll() is not None:
+            return "ended"
+        return "met" if condition() else None
+
+    try:
+        return wait_until(state, WAIT, "the condition", interval=0.002) == "met"
+    except BaseException:
+        proc.kill()
+        raise
 
 
 def _log(tmp: Path) -> dict:
