@@ -321,15 +321,14 @@ def hourly_power(util, temp, chip, activity):
     (:func:`twin.power.device.active_power` at full clock, the hour's temperature), held at the
     TDP: the active-idle step, then a rise with the share of time kernels run.
     """
-    from twin.power.device import idle_power
+    from twin.power.device import device_power
+    from twin.sim.build import CHIP_FIELDS
 
-    pdyn = dynamic_power_full(chip.tdp.si, chip.p_active_idle.si, chip.p_leak_ref.si, chip.t_ref.si,
-                              chip.t_idle.si, chip.leak_beta.si)
-    act = active_power(activity * np.asarray(util), 1.0, temp, chip.p_active_idle.si, chip.t_idle.si, pdyn,
-                       chip.p_leak_ref.si, chip.t_ref.si, chip.leak_beta.si, chip.clock_exponent.si)
-    idle = idle_power(temp, chip.p_idle.si, chip.t_idle.si, chip.p_leak_ref.si, chip.t_ref.si, chip.leak_beta.si,
-                      chip.idle_leak_fraction.si)
-    return np.where(np.asarray(util) > 0, np.minimum(act, chip.tdp.si), idle)
+    c = {f: getattr(chip, f).si for f in CHIP_FIELDS}
+    c["p_dyn"] = dynamic_power_full(c["tdp"], c["p_active_idle"], c["p_leak_ref"], c["t_ref"], c["t_idle"],
+                                    c["leak_beta"])
+    util = np.asarray(util)
+    return np.minimum(device_power(activity * util, 1.0, temp, util > 0, c), c["tdp"])
 
 
 def utilisation_bins(catalog, activity=None) -> tuple[pd.DataFrame, float]:
