@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from twin.cli.common import err, fail, load, out
+from twin.cli.common import err, fail, load, out, positive_option
 
 
 def _time(text: str | None, option: str):
@@ -54,7 +54,6 @@ def calibrate_command(
     from twin.calibrate.overlay import overlay_text, report_text, write_atomically
     from twin.calibrate.pipeline import run_calibration
     from twin.scenario.errors import ScenarioError
-    from twin.units import QuantityError, parse_quantity
 
     if bootstrap < 0:
         fail("--bootstrap: must not be negative")
@@ -62,14 +61,7 @@ def calibrate_command(
         fail(f"{output}: the overlay is YAML (.yaml or .yml)")
     if report is not None and report.suffix.lower() != ".json":
         fail(f"{report}: the report is JSON (.json)")
-    step_s = None
-    if step is not None:
-        try:
-            step_s = parse_quantity(step, "time")
-        except QuantityError as exc:
-            fail(f"--step: {exc}")
-        if not step_s > 0:
-            fail("--step: must be positive")
+    step_s = positive_option(step, "time", "--step")
     fit_w = _pair(_time(start, "--from"), _time(end, "--to"), "--from/--to")
     hold_w = _pair(_time(holdout_start, "--holdout-from"), _time(holdout_end, "--holdout-to"),
                    "--holdout-from/--holdout-to")

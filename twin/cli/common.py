@@ -62,6 +62,22 @@ def fail(message: str, code: int = EXIT_BAD_INPUT):
     raise typer.Exit(code)
 
 
+def positive_option(text: str | None, dimension: str, option: str) -> float | None:
+    """A positive quantity given on the command line, in SI units (None when not given); a value
+    that is not one is a one-line error naming ``option``."""
+    if text is None:
+        return None
+    from twin.units import QuantityError, parse_quantity
+
+    try:
+        value = parse_quantity(text, dimension)
+    except QuantityError as exc:
+        fail(f"{option}: {exc}")
+    if not value > 0:
+        fail(f"{option}: must be positive")
+    return value
+
+
 def load(scenario: Path, duration=None, step=None, seed=None, record=None, *, output: Path | None = None,
          streamed: bool | None = None, allow_large: bool = False):
     """Load a scenario with the command-line overrides; a bad option is blamed on the option.

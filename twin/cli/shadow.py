@@ -11,7 +11,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from twin.cli.common import fail, load
+from twin.cli.common import fail, load, positive_option
 
 #: Default port of the shadow's /metrics (twin serve uses 9808).
 DEFAULT_PORT = 9809
@@ -34,16 +34,8 @@ def shadow_command(
     from twin.calibrate.shadow import ShadowRun, shadow_registry
     from twin.export.server import POLL_SECONDS, MetricsApp, make_http_server, parse_speed
     from twin.scenario.errors import ScenarioError
-    from twin.units import QuantityError, parse_quantity
 
-    iv = None
-    if interval is not None:
-        try:
-            iv = parse_quantity(interval, "time")
-        except QuantityError as exc:
-            fail(f"--interval: {exc}")
-        if not iv > 0:
-            fail("--interval: must be positive")
+    iv = positive_option(interval, "time", "--interval")
     if steps is not None and steps < 1:
         fail("--steps: must be at least 1")
     try:
