@@ -84,3 +84,45 @@ def test_setpoint_step_reaches_the_racks_after_the_supply_pipe_transit():
     assert supply[first] == pytest.approx(34.0 + share, abs=1e-9)
     assert np.all(supply[first + 1:] == 35.0)
     assert np.all(supply[:first] == 34.0)
+
+
+def test_setpoint_step_reaches_the_racks_after_the_transit_with_the_plant():
+    """With the facility plant on: the Phoenix CDU's set-point steps 42 → 45 °C at 60 s; the
+    plant's valve loop moves the CDU outlet over the next minutes, and every rack (the farthest
+    included: the catalogue's supply volume is the pipe to the last rack) gets that outlet
+    delayed by τ = V_supply / Q in plug flow. Closed form, independent of the model's slug
+    bookkeeping: the racks' supply over step k is the mean of the (piecewise-constant) outlet
+    over [k − τ, k + 1 − τ]. To 1e-9 K: exact arithmetic at constant Q, rounding aside."""
+    from tests.conftest import SCENARIOS
+    from twin.catalog.model import load_catalog
+    from twin.scenario import load_scenario
+    from twin.sim.driver import Simulation
+    from twin.units import RHO_WATER
+
+    over = {"time": {"duration": "120 s", "step": "1 s"}, "record": {"rack": "off", "device": "off"},
+            "events": [{"at": "60 s", "kind": "setpoint_change", "target": "cdu-1", "value": "45 degC"}]}
+    sim = Simulation(load_scenario(SCENARIOS / "design-day-phoenix.yaml", over))
+    outlet, racks, flow = [], [], []
+    while sim.time < 120.0 - 1e-9:
+        outlet.append(float(sim.plant.cdu_supply[0]))  # leaves the CDU over this step
+        racks.append(sim.state["cdu.t_supply_next"].copy())  # reaches the racks over this step
+        sim.step()
+        flow.append(float(sim.state["cdu.flow"][0]) / RHO_WATER)
+    outlet, flow = np.array(outlet), np.array(flow)
+    racks = np.array(racks)[:, 0]
+    assert np.ptp(flow) < 1e-12 * flow[0]  # the racks' design flows: constant
+    tau = load_catalog().cdus["in-row-1350kw"].supply_volume.si / flow[0]
+    assert 15 < tau < 25  # 150 L at the two racks' 460 L/min
+
+    def window_mean(a, b):
+        j = np.arange(np.floor(a), np.ceil(b))
+        overlap = np.clip(np.minimum(b, j + 1) - np.maximum(a, j), 0.0, None)
+        return float((overlap * outlet[np.clip(j.astype(int), 0, None)]).sum() / (b - a))
+
+    expected = np.array([window_mean(k - tau, k + 1 - tau) for k in range(outlet.size)])
+    moved = int(np.flatnonzero(outlet != outlet[0])[0])
+    assert moved == 61  # the plant's first supply after the set-point change
+    assert racks[1:] == pytest.approx(expected[1:], abs=1e-9)
+    arrived = int(np.flatnonzero(racks != racks[0])[0])
+    assert arrived == moved + int(np.floor(tau))  # not before the transit time
+    assert racks[-1] > racks[0] + 0.5  # and the change does reach the racks

@@ -115,6 +115,11 @@ for _case, (_file, _over) in CASES.items():
                        "hall-1k", "phoenix-events")
     CHANGED[_case] = "; ".join(filter(None, [CHANGED.get(_case), _PLATES, _CHAIN if _plant else None,
                                              _PUMPS]))
+_PIPE = ("with a plant too, the plant's supply reaches the racks through the CDU's supply pipe (150 L, plug "
+         "flow, τ = V/Q) and the plant's return is the racks' supply + their rise (the pipe's old water comes "
+         "back to the CDU)")
+for _case in ("annual-leesburg", "cdu-pump-trip", "cdu-pump-trip-failover", "hall-1k", "phoenix-events"):
+    CHANGED[_case] += "; " + _PIPE
 CHANGED["quickstart-events"] += ("; the set-point change reaches the racks through the in-row CDU's supply "
                                  "pipe (150 L, plug flow), τ = V/Q after it leaves the CDU")
 

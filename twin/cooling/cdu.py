@@ -215,7 +215,16 @@ class PlantCdu(Component):
     Multi-rate: the plant (time constants of minutes) steps at the start of each block of
     ``every`` thermal steps, over the block, on the means of the heat and flow from the racks,
     the room-air heat and the IT power over the latest ``every`` steps; the return temperature
-    it sees is supply + q̄/(ṁ̄ c_p). Its outputs hold through the block.
+    it sees is the supply the racks had + q̄/(ṁ̄ c_p). Its outputs hold through the block.
+
+    Where the catalogue gives the CDU a ``supply_volume`` (``supply_volume`` here), the supply
+    the plant computes for the next block reaches the racks through the supply pipe in plug
+    flow (:class:`~twin.cooling.transport.PlugFlowDelay`): the racks get the mean temperature of
+    the water that leaves the pipe over the block at the latest flow, so a change of the CDU's
+    supply arrives τ = V_supply / Q later (resolved to the block; a pipe whose transit is far
+    shorter than the block passes the new supply almost at once). The water the pipe returns
+    meanwhile (the old supply) comes back through the racks to the CDU, so the plant's
+    exchanger sees the heat the pipe gives up or takes in: its own balance closes on that heat.
     """
 
     inputs = ("cdu.q_in", "cdu.flow", "facility.q_air", "facility.p_it")
@@ -227,17 +236,23 @@ class PlantCdu(Component):
                         0, len(COOLING_MODES) - 1, choices=COOLING_MODES))
     phase = "integration"
 
-    def __init__(self, plant, every: int, system):
+    def __init__(self, plant, every: int, system, supply_volume=None):
         self.plant = plant
         self.every = every
         self.sy = system
         self.setpoint = system.cdu_setpoint.copy()
         self._saved_setpoint: dict[int, np.ndarray] = {}
         self.state = None
+        n = system.cdu_name.size
+        self.supply_volume = np.zeros(n) if supply_volume is None else np.asarray(supply_volume, dtype=float)
+        self.piped = self.supply_volume > 0
+        self.line = None  # the supply pipes (built on the first step)
+        self.t_racks = None  # supply reaching the racks over the next block [degC]
 
     def _boundaries(self) -> None:
         st, plant = self.state, self.plant
-        st["cdu.t_supply_next"] = plant.cdu_supply.copy()
+        st["cdu.t_supply_next"] = (plant.cdu_supply.copy() if self.t_racks is None
+                                   else np.where(self.piped, self.t_racks, plant.cdu_supply))
         st["cdu.flow_factor"] = plant.secondary_flow_factor
         st["facility.t_cold_aisle_next"] = np.array([float(plant.t_cold_aisle)])
 
@@ -249,6 +264,7 @@ class PlantCdu(Component):
         """Steady state under constant loads (:meth:`Plant.initialise`); its outputs stand
         until the plant's first step."""
         self.plant.initialise(q_liquid, q_air, t=0.0, secondary_flow=flow)
+        self.t_racks = self.line = None  # the pipes fill with the settled supply
         self._write(self.plant.state)
         self._boundaries()
 
@@ -264,12 +280,29 @@ class PlantCdu(Component):
 
     def step(self, t: float, dt: float, state) -> None:
         flow, q = state["cdu.flow"], state["cdu.q_in"]
+        supply = (self.plant.cdu_supply if self.t_racks is None
+                  else np.where(self.piped, self.t_racks, self.plant.cdu_supply))  # what the racks had
         with np.errstate(invalid="ignore", divide="ignore"):
-            ret = np.where(flow > 0, self.plant.cdu_supply + q / (flow * CP_WATER), np.nan)
+            ret = np.where(flow > 0, supply + q / (flow * CP_WATER), np.nan)
         ps = self.plant.step(t, ret, flow, float(step_mean(state["facility.q_air"])[0]),
                              float(step_mean(state["facility.p_it"])[0]))
+        if self.piped.any():
+            self._transport(flow / RHO_WATER, dt)
         self._write(ps)
         self._boundaries()
+
+    def _transport(self, flow, dt: float) -> None:
+        """Push the supply the plant gives for the next block through the supply pipes at the
+        latest flow; the racks get what leaves them over the block."""
+        if self.line is None:
+            # the pipes start full of the supply the racks have had so far; enough slugs for
+            # the transit at a tenth of the design flow (beyond, the oldest merge)
+            with np.errstate(divide="ignore"):
+                tau = self.supply_volume / (0.1 * self.sy.cdu_design_flow / RHO_WATER)
+            steps = int(np.ceil(np.nanmax(np.where(np.isfinite(tau), tau, 0.0)) / dt)) + 2
+            start = self.state["cdu.t_supply_next"].copy()
+            self.line = PlugFlowDelay(self.supply_volume, start, capacity=min(max(steps, 8), 4096))
+        self.t_racks = self.line.step(self.plant.cdu_supply, flow, dt)
 
     def apply(self, action) -> bool:
         ev, start, plant = action.event, action.what == "start", self.plant

@@ -245,7 +245,9 @@ class Simulation:
                 raise FieldError(("plant", "weather", "file"), why)
         except FieldError as exc:
             raise loaded.locate(exc) from None
-        return PlantCdu(self.plant, every, sy)
+        volume = np.array([cat.cdus[t].supply_volume.si if cat.cdus[t].supply_volume is not None else 0.0
+                           for t in sy.cdu_template])
+        return PlantCdu(self.plant, every, sy, volume)
 
     def _check_event_owners(self) -> None:
         for i, ev in enumerate(self.scenario.events):
