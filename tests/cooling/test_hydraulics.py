@@ -174,3 +174,40 @@ def test_loop_operating_point_agrees_with_a_nonlinear_solver(n_pumps):
     sol = fsolve(equations, [QD / 3, QD / 3, QD / 3, 1e5], xtol=1e-12)
     assert op["rack_flow"] == pytest.approx(sol[:3], rel=1e-8)
     assert op["dp_racks"][0] == pytest.approx(sol[3], rel=1e-8)
+
+
+def test_two_racks_of_different_resistance_on_one_cdu_in_a_run():
+    """The Phoenix design day with the GB300 NVL72 rack's pressure drop at design flow raised to
+    180 kPa (a catalogue override) while the Trn3 racks keep the CDU's 100 kPa index pressure:
+    in the run, each rack's flow (from what it records: q_liquid / (c_p (T_return − T_supply)))
+    stands in the ratio the resistances give, Q_nvl / Q_trn3 = √(k_trn3 / k_nvl) with
+    k = Δp_d / Q_d², within 2 % (a hand calculation's tolerance; the model holds the index
+    Δp exactly, so it agrees to rounding). The CDU's pumps then move the smaller total flow."""
+    from tests.conftest import SCENARIOS
+    from twin.export.dataset import build_tree
+    from twin.scenario import load_scenario
+    from twin.sim.driver import Simulation
+    from twin.units import CP_WATER
+
+    over = {"time": {"duration": "5 min", "step": "10 s"},
+            "record": {"rack": "1 min", "cdu": "1 min", "device": "off", "facility": "off"},
+            "catalog": {"racks": {"gb300-nvl72": {"pressure_drop": {"value": "180 kPa",
+                                                                      "source": "test: a higher-resistance rack"}}}}}
+    sim = Simulation(load_scenario(SCENARIOS / "design-day-phoenix.yaml", over))
+    sim.run()
+    r = build_tree(sim)["rack"].to_dataset()
+    flow = (r["q_liquid"] / (CP_WATER * (r["t_coolant_return"] - r["t_coolant_supply"]))).values[-1]
+    names = list(r["rack"].values)
+    cat = load_catalog()
+    dp_index = cat.cdus["in-row-1350kw"].index_pressure.si
+    q_trn3, q_nvl = cat.racks["trn3-gen2-rack"].coolant_flow.si, cat.racks["gb300-nvl72"].coolant_flow.si
+    k_trn3, k_nvl = dp_index / q_trn3 ** 2, 180e3 / q_nvl ** 2
+    hand = np.sqrt(k_trn3 / k_nvl)  # (190 / 135) √(100 / 180) ≈ 1.05
+    assert flow[names.index("nvl")] / flow[names.index("us-a")] == pytest.approx(hand, rel=0.02)
+    assert flow[names.index("nvl")] / flow[names.index("us-a")] == pytest.approx(hand, rel=1e-9)
+    assert flow[names.index("us-a")] == pytest.approx(flow[names.index("us-b")], rel=1e-12)
+    # and each at √(Δp_index / k): the Trn3 racks at their design flow, the GB300 rack below its own
+    rho = sim.system.rack_m_coolant[0] / q_trn3
+    assert flow[names.index("nvl")] / rho == pytest.approx(np.sqrt(dp_index / k_nvl), rel=1e-9)
+    c = build_tree(sim)["cdu"].to_dataset()
+    assert float(c["flow"].values[-1, 0]) == pytest.approx(float(flow.sum()), rel=1e-9)

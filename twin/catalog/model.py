@@ -373,6 +373,9 @@ class Rack(Entry):
     power_shelf: str = Field(description="the power_shelves entry feeding the busbar")
     shelves: Count = Field(description="power shelves in the rack")
     coolant_flow: VolumeFlow = Field(description="design manifold (secondary-loop) flow; 0 for an air-cooled rack")
+    pressure_drop: Pressure | None = Field(None, description="pressure drop across the rack (manifolds, quick "
+                                           "disconnects, sleds) at its design coolant_flow; default: the "
+                                           "differential pressure its CDU holds (it then takes its design flow)")
     fabric: dict[str, str] = Field({}, description="accelerator chip → the scale-up fabric joining those chips "
                                    "of the rack into one domain")
 

@@ -267,6 +267,29 @@ def branch_flows(total_flow, k, group=None):
     return np.asarray(total_flow, dtype=float)[group] * c / total_c[group]
 
 
+def held_branch_flow(design_flow, design_pressure, held_pressure):
+    """Flow of a branch (a rack) across which a differential pressure is held.
+
+    Parameters
+    ----------
+    design_flow : array_like
+        The branch's design flow [m³ s-1].
+    design_pressure : array_like
+        Its pressure drop at the design flow [Pa] (k = Δp_d / Q_d², turbulent: Δp = k Q²).
+    held_pressure : array_like
+        Differential pressure across it [Pa] (the set-point held at the index rack; with the
+        headers' losses lumped into the CDU path every rack of the loop sees it).
+
+    Returns
+    -------
+    ndarray
+        Q = √(Δp_held / k) = Q_d √(Δp_held / Δp_d) [m³ s-1]. Racks of resistances k₁ and k₂ on one
+        loop take flows in the ratio Q₁ / Q₂ = √(k₂ / k₁) (:func:`branch_flows`).
+    """
+    q, dp_d, dp = _arrays(design_flow, design_pressure, held_pressure)
+    return q * np.sqrt(dp / dp_d)
+
+
 def parallel_resistance(k, group=None):
     """Equivalent resistance of parallel branches: k_eq = (Σ k_i^(−1/2))^(−2) [Pa s² m-6]."""
     k = np.asarray(k, dtype=float)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from twin.catalog import Catalog
+from twin.cooling.hydraulics import held_branch_flow
 from twin.power.device import dynamic_power_full
 from twin.scenario.layout import expand_cdus, expand_racks
 from twin.scenario.model import CDUSpec, Scenario
@@ -127,7 +128,8 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
          np.array([p[1] for p in catalog.power_shelves[n].efficiency.points]))
         for n in shelf_names
     ]
-    layout = _layout(scenario, catalog, cdu_index, {n: i for i, n in enumerate(shelf_names)})
+    cdu_tpl = [catalog.cdus[spec.template] for _, spec in cdus]
+    layout = _layout(scenario, catalog, cdu_index, {n: i for i, n in enumerate(shelf_names)}, cdu_tpl)
     racks, sleds, devices = layout["racks"], layout["sleds"], layout["devices"]
     kinds = _col(devices, "kind", object)
     chip = {f: np.array([getattr(catalog.chips[k], f).si for k in kinds]) for f in CHIP_FIELDS}
@@ -143,7 +145,6 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
     sled_template = _col(sleds, "template", object)
     device_start = _col(sleds, "device_start", np.int64)
     groups = _sled_groups(catalog, kinds, sled_template, device_start)
-    cdu_tpl = [catalog.cdus[spec.template] for _, spec in cdus]
     col = _col
     system = System(
         rack_name=col(racks, "name", object), rack_template=col(racks, "template", object),
@@ -181,8 +182,14 @@ def _col(rows, key, dtype=None):
     return np.array([x[key] for x in rows], dtype=dtype)
 
 
-def _layout(scenario, catalog, cdu_index, shelf_index) -> dict:
-    """Racks, sleds and devices in entity order (rack → sled → device slot), as dicts."""
+def _layout(scenario, catalog, cdu_index, shelf_index, cdu_tpl) -> dict:
+    """Racks, sleds and devices in entity order (rack → sled → device slot), as dicts.
+
+    A rack's coolant flow is its design flow (the scenario's or the template's) at the
+    differential pressure its CDU holds: a rack whose catalogue ``pressure_drop`` at design flow
+    differs from the CDU's ``index_pressure`` takes Q_d √(Δp_index / Δp_rack)
+    (:func:`~twin.cooling.hydraulics.held_branch_flow`), so racks of different hydraulic
+    resistance on one CDU share its flow as their resistances give."""
     racks, sleds, devices = [], [], []
     hall_names, row_names, row_limits = [], [], []
     for hall in scenario.halls:
@@ -198,11 +205,15 @@ def _layout(scenario, catalog, cdu_index, shelf_index) -> dict:
                 for j, slot in enumerate(slots):
                     tpl = catalog.racks[slot.template]
                     flow = spec.coolant_flow if spec.coolant_flow is not None else tpl.coolant_flow.si
+                    cdu = family[j * len(family) // len(slots)]
+                    held = cdu_tpl[cdu].index_pressure
+                    if tpl.pressure_drop is not None and held is not None:
+                        flow = float(held_branch_flow(flow, tpl.pressure_drop.si, held.si))
                     shelf = catalog.power_shelves[tpl.power_shelf]
                     racks.append(dict(
                         name=slot.name, template=slot.template, system=slot.system,
                         row=len(row_names) - 1, hall=len(hall_names) - 1,
-                        cdu=family[j * len(family) // len(slots)],
+                        cdu=cdu,
                         m_coolant=volume_to_mass_flow_water(flow),
                         capacity=tpl.shelves.value * shelf.psus.value * shelf.psu_rating.si,
                         psus=tpl.shelves.value * shelf.psus.value, psu_rating=shelf.psu_rating.si,
