@@ -16,16 +16,22 @@ import pytest
 
 from twin.catalog import load_catalog
 from twin.workload.measured import (
+    active_idle_readings,
+    biohpc_fidelity_rows,
+    biohpc_splits,
     fit_power,
     fit_timing,
+    hour_samples,
+    hourly_power,
+    kernel_activity,
     power_model,
+    read_biohpc,
     serving_comparison,
     splitwise_power_rows,
     splitwise_timing_rows,
     timing_ratios,
     utilisation_bins,
 )
-from twin.workload.measured import read_biohpc as _ORIGINAL_READ
 
 BARS = {"power": 0.15, "throughput": 0.20, "energy_per_token": 0.20, "prefill": 0.25, "decode": 0.25}
 
@@ -85,40 +91,102 @@ def test_held_out_power():
     assert abs(np.median(ratio) - 1) <= 0.15
 
 
-def test_power_against_utilisation_bins():
-    """BioHPC hourly telemetry of one A100 PCIe (MIT, shipped by the calibration work): mean power
-    per utilisation bin, as a fraction of TDP, against the device model with the active-idle step
-    and one fitted number, the workload's kernel activity. Idle hours, 0–20 % (the active-idle step:
-    measured 0.26 of TDP) and 40–100 % are within ±10 %. The 20–40 % bin is not: its hours draw
-    barely more than the 0–20 % ones (0.28 against 0.26 of TDP, at the same 46 °C) — kernels that
-    count as utilisation but keep the GPU nearly idle — so a utilisation-driven model reads it
-    +26 % high; it is held to ±30 % and listed in README Fidelity as outside the bar."""
-    table, activity = utilisation_bins(load_catalog())
-    assert 0.3 < activity < 1.2  # a plausible share of the dynamic budget while kernels run
-    ratio = table["ratio"].to_numpy()
+# -- power against utilisation: BioHPC hourly telemetry of one A100 PCIe (MIT, shipped) ----------
+# Tolerance ±10 % per bin: the project's bar for power against utilisation. The bins' sampling
+# error is small beside it (n ≥ 500 hours a bin, spread ~40 W: standard error ≤ 2 W, 1-2 %),
+# and the alternate-week split moves the bins by at most 3 points, so the bar tests the model's
+# shape, not noise; the time split is a different job mix and is held to ±15 % (see below).
+
+
+@pytest.fixture(scope="module")
+def biohpc():
+    return read_biohpc()
+
+
+def test_power_against_utilisation_bins(biohpc):
+    """Mean power per utilisation bin (idle, 0-20 %, …, 80-100 %) against the device model with
+    the catalogue's measured idle and active idle and the two-number utilisation mapping
+    (kernel_activity) fitted to the bins: every bin within ±10 % (0.98, 0.96, 1.04, 0.93, 0.99,
+    1.05; README Fidelity)."""
+    table, mapping = utilisation_bins(load_catalog(), data=biohpc)
+    assert 0.3 < mapping["activity"] < 1.2  # a plausible share of the dynamic budget at full utilisation
+    assert 0.0 < mapping["latency_share"] < 0.5
     assert table["n"].min() >= 500  # every bin well populated
-    outside = 2  # the (20, 40] bin
-    for i, r in enumerate(ratio):
-        assert abs(r - 1) <= (0.30 if i == outside else 0.10), (table.index[i], r)
-    assert table["model"].iloc[1] / table["model"].iloc[0] > 1.7  # the active-idle step is there
+    assert len(table) == 6
+    ratio = table["ratio"].to_numpy()
+    assert np.all(np.abs(ratio - 1) <= 0.10), table
+    assert table["model"].iloc[1] / table["model"].iloc[0] > 1.5  # the active-idle step is there
 
 
-def test_power_against_utilisation_held_out_in_time():
-    """Fit the kernel activity on the older half of the hours, predict the newer half: the busy
-    bins (40–100 %) stay within ±15 % (measured 0.93, 0.90, 0.90: the newer hours run heavier
-    kernels, which one workload activity cannot know in advance; README Fidelity)."""
-    from twin.workload import measured
-
-    data = measured.read_biohpc()
-    half = len(data) // 2  # the file is newest first
-    old, new = data.iloc[half:], data.iloc[:half]
+@pytest.mark.parametrize("split, bar", [("weeks", 0.10), ("time", 0.15)])
+def test_power_against_utilisation_held_out(biohpc, split, bar):
+    """Fit the mapping on one part of the hours and predict the other. Alternate weeks (the same
+    jobs' other weeks): every bin within ±10 % (0.98, 0.96, 1.07, 0.94, 0.99, 1.04). The older
+    half predicting the newer (other jobs): ±15 % (0.99, 0.94, 0.92, 0.89, 0.94, 0.97) — the
+    newer jobs draw more per unit of utilisation, which no mapping fitted in advance can know."""
+    fit, test = biohpc_splits(biohpc)[split]
     cat = load_catalog()
-    try:
-        measured.read_biohpc = lambda: old
-        _, activity = utilisation_bins(cat)
-        measured.read_biohpc = lambda: new
-        table, _ = utilisation_bins(cat, activity)
-    finally:
-        measured.read_biohpc = _ORIGINAL_READ
-    busy = table["ratio"].to_numpy()[-3:]
-    assert np.all(np.abs(busy - 1) <= 0.15), table
+    _, mapping = utilisation_bins(cat, data=biohpc[fit].reset_index(drop=True))
+    table, _ = utilisation_bins(cat, mapping, data=biohpc[test].reset_index(drop=True))
+    assert len(table) == 6
+    assert np.all(np.abs(table["ratio"].to_numpy() - 1) <= bar), table
+
+
+def test_active_idle_is_the_measured_one(biohpc):
+    """The catalogue's A100 PCIe active idle equals the telemetry's kernel-free readings inside
+    busy hours (median, at the idle temperature) within ±5 %, the bar for measured idle levels."""
+    chip = load_catalog().chips["a100-pcie"]
+    readings = active_idle_readings(biohpc, chip)
+    assert readings.size >= 500
+    assert abs(chip.p_active_idle.si / np.median(readings) - 1) <= 0.05, np.median(readings)
+    assert abs(chip.p_idle.si / biohpc.loc[biohpc["util_max"] == 0, "power"].median() - 1) <= 0.05
+
+
+def test_hour_samples_rebuild_the_readings():
+    """Three readings are rebuilt exactly from mean, min and max; four keep the mean and the
+    extremes (the middle two become their mean)."""
+    reads = hour_samples([0.5, 0.2], [0.0, 0.2], [1.0, 0.2], n=3)
+    np.testing.assert_allclose(reads, [[0.0, 0.2], [0.5, 0.2], [1.0, 0.2]])
+    four = hour_samples([0.25, 0.6], [0.0, 0.4], [1.0, 0.9], n=4)  # (0, 0, 0, 1) and (0.4, 0.5, 0.6, 0.9)
+    np.testing.assert_allclose(four.mean(axis=0), [0.25, 0.6])
+    np.testing.assert_allclose(four[:, 0], [0.0, 0.0, 0.0, 1.0])
+    np.testing.assert_allclose(four[:, 1], [0.4, 0.55, 0.55, 0.9])
+
+
+def test_kernel_activity_by_hand():
+    """u = a · max(0, util − u0)/(1 − u0): 0 up to the latency share, a at full utilisation."""
+    u = kernel_activity(np.array([0.0, 0.2, 0.6, 1.0]), 0.8, 0.2)
+    np.testing.assert_allclose(u, [0.0, 0.0, 0.8 * 0.4 / 0.8, 0.8])
+
+
+def test_hourly_power_mixes_readings():
+    """An hour of one fully busy reading and three kernel-free ones draws the mean of the four
+    readings' powers (active idle three times, the busy power once), more than four readings at
+    25 % under the latency share's threshold would."""
+    from twin.power.device import active_power, dynamic_power_full
+
+    chip = load_catalog().chips["a100-pcie"]
+    c = {k: getattr(chip, k).si for k in ("tdp", "p_active_idle", "p_leak_ref", "t_ref", "t_idle", "leak_beta",
+                                          "clock_exponent")}
+    pdyn = dynamic_power_full(c["tdp"], c["p_active_idle"], c["p_leak_ref"], c["t_ref"], c["t_idle"], c["leak_beta"])
+
+    def p(u):
+        return active_power(u, 1.0, 50.0, c["p_active_idle"], c["t_idle"], pdyn, c["p_leak_ref"], c["t_ref"],
+                            c["leak_beta"], c["clock_exponent"])
+
+    mixed = hourly_power([0.25], [50.0], chip, 0.8, 0.2, [0.0], [1.0])
+    np.testing.assert_allclose(mixed, (3 * p(0.0) + p(0.8)) / 4, rtol=1e-12)
+    flat = hourly_power([0.25], [50.0], chip, 0.8, 0.2)
+    np.testing.assert_allclose(flat, p(0.8 * 0.05 / 0.8), rtol=1e-12)
+    assert mixed > flat
+
+
+def test_readme_fidelity_rows_are_generated():
+    """The README's BioHPC rows are what biohpc_fidelity_rows prints (regenerate them with
+    ``python -c "from twin.catalog import load_catalog; from twin.workload.measured import
+    biohpc_fidelity_rows; print(*biohpc_fidelity_rows(load_catalog()), sep=chr(10))"``)."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    for row in biohpc_fidelity_rows(load_catalog()):
+        assert row in readme, row
