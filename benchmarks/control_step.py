@@ -1,27 +1,33 @@
-"""Cost of one control step of :class:`twin.control.FacilityEnv`, against the plain run.
+"""Cost of one control step of :class:`twin.control.FacilityEnv`, split into the simulation's
+own steps and what the environment adds.
 
-For each scenario: build the environment, reset, then time ``n`` steps of the no-op policy
-(every control held) and ``n`` steps that move the CDU set-point each interval (the set-point
-change re-solves the CDU boundary). CPU time (user + system of this process,
-``resource.getrusage``) is the figure to compare on a shared machine; wall time is printed next
-to it. The plain run's cost per thermal step (:class:`twin.sim.driver.Simulation` alone) shows
-what the environment adds: observations, the interval account and the action checks.
+For each scenario: build the environment, reset, then for each of ``n`` control intervals take a
+copy of the simulation, time one ``env.step`` of the no-op policy (every control held), and time
+the copy advancing the same thermal steps bare (``Simulation.step`` under the same BLAS limit,
+no recording, no observations, no account): the difference is the environment's side
+(observation and reward accumulation after every thermal step, the action checks, the interval's
+observation and KPIs). The environment's per-thermal-step work is also timed on its own
+(``StepSums.add`` and ``IntervalAccount.after_step`` repeated on one state), which is far less
+noisy on a loaded machine than a difference of two totals. Then ``n`` steps that move the CDU
+set-point each interval (the set-point change re-solves the CDU boundary).
 
-Usage: ``python benchmarks/control_step.py [--steps N]``.
+CPU time (user + system of this process, ``time.process_time``) is the figure to compare on a
+shared machine; medians over the intervals are printed.
+
+Usage: ``python benchmarks/control_step.py [--steps N] [--case NAME]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import resource
+import statistics
 import time
+import timeit
 from pathlib import Path
 
-import numpy as np
-
 from twin.control import FacilityEnv
-from twin.scenario import load_scenario
-from twin.sim.driver import Simulation
+from twin.control.env import _copy_sim
+from twin.sim.threads import blas_limiter
 
 ROOT = Path(__file__).resolve().parents[1] / "scenarios"
 #: scenario → overrides: the quickstart at full load (5 min intervals of 300 one-second steps)
@@ -33,15 +39,7 @@ CASES = {
 
 
 def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def _time(fn, n):
-    c0, w0 = _cpu(), time.perf_counter()
-    for i in range(n):
-        fn(i)
-    return (_cpu() - c0) / n, (time.perf_counter() - w0) / n
+    return time.process_time()
 
 
 def bench(name: str, n: int) -> dict:
@@ -49,7 +47,30 @@ def bench(name: str, n: int) -> dict:
     env = FacilityEnv(ROOT / path, overrides=over)
     env.reset()
     hold = env.hold_action()
-    cpu_hold, wall_hold = _time(lambda i: env.step(hold), n)
+    if env.k > 1:
+        for _ in range(2):  # past the quickstart's idle start, into the training-like swing
+            env.step(hold)
+    limit = blas_limiter(env.sim.blas_threads)
+    env_cpu, sim_cpu = [], []
+    for _ in range(n):
+        bare = _copy_sim(env.sim)
+        c0 = _cpu()
+        env.step(hold)
+        env_cpu.append(_cpu() - c0)
+        c0 = _cpu()
+        with limit():
+            for _ in range(env.k):
+                bare.step()
+        sim_cpu.append(_cpu() - c0)
+    # the environment's per-thermal-step work alone, on the state the last step left
+    sim, sums, acc = env.sim, env._sums, env.account
+    acc.start(sim)
+    for o in env.observations:
+        o.start(sim)
+    sums.start()
+    state, h = sim.state, sim.h
+    per_step = min(timeit.repeat(lambda: (sums.add(state), acc.after_step(state, h)), number=env.k,
+                                 repeat=7, timer=_cpu))
     env.reset()
     key = "cdu.t_supply_set"
     moved = []
@@ -57,25 +78,25 @@ def bench(name: str, n: int) -> dict:
         a = env.hold_action()
         a[key] = a[key] + (1.0 if i % 2 == 0 else -1.0)
         moved.append(a)
-    cpu_move, wall_move = _time(lambda i: env.step(moved[i]), n)
-    sim = Simulation(load_scenario(ROOT / path, over))
-    k = env.k
-    c0 = _cpu()
-    for _ in range(n * k):
-        sim.step()
-    cpu_plain = (_cpu() - c0) / n
-    return {"scenario": name, "thermal steps per interval": k, "simulated s per interval": env.metadata["interval_s"],
-            "cpu ms/step (hold)": 1e3 * cpu_hold, "wall ms/step (hold)": 1e3 * wall_hold,
-            "cpu ms/step (set-point moved)": 1e3 * cpu_move, "wall ms/step (set-point moved)": 1e3 * wall_move,
-            "cpu ms per interval, plain run": 1e3 * cpu_plain,
-            "steps/s (cpu, hold)": 1.0 / cpu_hold if cpu_hold else np.inf}
+    move_cpu = []
+    for i in range(n):
+        c0 = _cpu()
+        env.step(moved[i])
+        move_cpu.append(_cpu() - c0)
+    med = statistics.median
+    return {"scenario": name, "thermal steps per interval": env.k, "simulated s per interval": env.metadata["interval_s"],
+            "cpu ms/step (hold)": 1e3 * med(env_cpu), "cpu ms/step (set-point moved)": 1e3 * med(move_cpu),
+            "cpu ms, bare simulation steps": 1e3 * med(sim_cpu),
+            "cpu ms, environment side": 1e3 * (med(env_cpu) - med(sim_cpu)),
+            "cpu ms, env per-step work alone": 1e3 * per_step}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=20, help="control steps timed per case")
+    ap.add_argument("--case", choices=list(CASES), action="append", help="only these cases")
     args = ap.parse_args()
-    for name in CASES:
+    for name in args.case or CASES:
         row = bench(name, args.steps)
         print(row["scenario"])
         for k, v in row.items():

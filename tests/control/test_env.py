@@ -225,3 +225,30 @@ def test_vector_environment_steps_each_seed_as_its_own_env():
     assert not terminated.any() and not truncated.any()
     assert np.array_equal(obs["facility.p_it"][0], o1["facility.p_it"])
     venv.close()
+
+
+def test_step_holds_blas_to_the_run_loops_threads(monkeypatch):
+    """A control step advances the simulation as ``twin run`` does: BLAS on one thread inside
+    the step (the run loop's default), the libraries' own settings back afterwards."""
+    from threadpoolctl import threadpool_info
+
+    def blas_now():
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+    monkeypatch.delenv("TWIN_BLAS_THREADS", raising=False)
+    before = blas_now()
+    if not before:
+        pytest.skip("no BLAS library that threadpoolctl can see")
+    env = FacilityEnv(QUICK, overrides={"time": {"duration": "10 s"}})
+    env.reset()
+    seen = []
+    step = env.sim.step
+
+    def spy():
+        seen.append(blas_now())
+        step()
+
+    env.sim.step = spy
+    env.step(env.hold_action())
+    assert seen and all(s == [1] * len(before) for s in seen)
+    assert blas_now() == before

@@ -22,12 +22,13 @@ from gymnasium import spaces
 from gymnasium.error import ResetNeeded
 
 from twin.control.reward import IntervalAccount
-from twin.control.spaces import build_actions, build_observations
+from twin.control.spaces import StepSums, build_actions, build_observations
 from twin.scenario.control import INTERVAL, ControlSpec
 from twin.scenario.errors import FieldError
 from twin.scenario.loader import LoadedScenario, load_scenario
 from twin.scenario.model import Record
 from twin.sim.driver import Simulation
+from twin.sim.threads import blas_limiter
 
 #: Pristine simulations kept per scenario seed (a reset copies one instead of building it).
 PRISTINE_CACHE = 4
@@ -80,7 +81,7 @@ class FacilityEnv(gym.Env):
         try:
             self.actions = build_actions(sim.components, sim.system, sim.jobs, sc)
             self.observations = build_observations(sim.state, sim.system, sim.jobs, sc)
-            self._per_step = [p for o in self.observations for p in (o, *(o.parts or ())) if p.per_step]
+            self._sums = _step_sums(self.observations)
             self.k = self._interval_steps(sim)
         except FieldError as exc:
             raise loaded.locate(exc) from None
@@ -95,6 +96,7 @@ class FacilityEnv(gym.Env):
         self.device_kinds = {str(k): {"t_throttle": chips[k].t_throttle.si, "liquid": chips[k].cooling == "liquid"}
                              for k in np.unique(sim.system.device_kind.astype(str))}
         self.sim: Simulation | None = None
+        self._blas = None  # the run loop's BLAS thread limit, entered once per step
         self._pristine[sc.seed] = (sim, self._probe(sim))
 
     # -- building ----------------------------------------------------------------------------
@@ -156,9 +158,10 @@ class FacilityEnv(gym.Env):
         probe = _copy_sim(sim)
         for o in self.observations:
             o.start(probe)
+        self._sums.start()
         probe.step()
-        for o in self._per_step:
-            o.add(probe.state)
+        self._sums.add(probe.state)
+        self._sums.finish()
         return self._observe(probe)
 
     # -- Gymnasium API ---------------------------------------------------------------------------
@@ -174,15 +177,19 @@ class FacilityEnv(gym.Env):
         if sim is None or sim.step_index >= sim.n_steps:
             raise ResetNeeded("call reset() before step() (and after the episode is truncated)")
         clipped = self._apply(action)
-        acc, state, per_step = self.account, sim.state, self._per_step
+        acc, state, sums, h = self.account, sim.state, self._sums, sim.h
         acc.start(sim)
         for o in self.observations:
             o.start(sim)
-        for _ in range(min(self.k, sim.n_steps - sim.step_index)):
-            sim.step()
-            acc.after_step(state, sim.h)
-            for o in per_step:
-                o.add(state)
+        sums.start()
+        if self._blas is None:
+            self._blas = blas_limiter(sim.blas_threads)
+        with self._blas():  # as `twin run` steps: BLAS on the run loop's threads
+            for _ in range(min(self.k, sim.n_steps - sim.step_index)):
+                sim.step()
+                acc.after_step(state, h)
+                sums.add(state)
+        sums.finish()
         truncated = sim.step_index >= sim.n_steps
         if truncated:
             sim.run()  # no steps left: finalises the components and the run's totals
@@ -276,7 +283,7 @@ class FacilityEnv(gym.Env):
         clone = copy.copy(self)
         clone.sim = _copy_sim(self.sim)
         clone.observations = copy.deepcopy(self.observations)
-        clone._per_step = [p for o in clone.observations for p in (o, *(o.parts or ())) if p.per_step]
+        clone._sums = _step_sums(clone.observations)
         clone.account = copy.deepcopy(self.account)
         clone._np_random = copy.deepcopy(self._np_random)
         return clone
@@ -292,6 +299,11 @@ class FacilityEnv(gym.Env):
         from twin.export.dataset import summary
 
         return summary(self.sim)
+
+
+def _step_sums(observations) -> StepSums:
+    """The accumulator of the observations (and ratio parts) reduced at every thermal step."""
+    return StepSums(p for o in observations for p in (o, *(o.parts or ())) if p.per_step)
 
 
 def _copy_sim(sim: Simulation) -> Simulation:

@@ -218,7 +218,45 @@ class Observation:
                 else:
                     out = how.reduceat(out[order], starts)
         lo, hi = self.bounds
-        return np.clip(np.nan_to_num(out, nan=lo), lo, hi)
+        out = np.minimum(np.maximum(out, lo), hi)  # ±inf to the bounds; NaN stays NaN …
+        out[np.isnan(out)] = lo  # … and is given as the lower bound
+        return out
+
+
+class StepSums:
+    """The per-step observations of an interval accumulated in one loop (the hot path of a
+    control step: it runs after every thermal step, so it reads each variable once and calls
+    one ufunc on it, with nothing looked up per step).
+
+    Parameters
+    ----------
+    observations : list of Observation
+        Those with :attr:`Observation.per_step` (a ratio's parts included).
+    """
+
+    def __init__(self, observations):
+        self.observations = list(observations)
+        self.items: list = []
+        self.n = 0
+
+    def start(self) -> None:
+        """After each observation's :meth:`Observation.start`: bind its accumulator."""
+        self.items = [(o.var.key, o.var.per_substep, o._op, o.acc) for o in self.observations]
+        self.n = 0
+
+    def add(self, state) -> None:
+        for key, per_substep, op, acc in self.items:
+            value = state[key]
+            if per_substep:
+                value = step_mean(value)
+            op(acc, value, out=acc)
+        self.n += 1
+
+    def finish(self) -> None:
+        """Count the steps added into each observation."""
+        for o in self.observations:
+            o.count += self.n
+        self.n = 0
 
 
 def _over_time(var: Var) -> str:
