@@ -143,10 +143,30 @@ def test_throttled_rack_slows_the_whole_job():
     assert float(clock_cool.min()) == 1.0           # the cool rack never throttles
     assert float(clock_hot[-60:].mean()) < 0.95      # the hot one does
     rate = tree["job"]["throughput"].values[:, 0]
-    # rate = min clock / T_iter, applied with the clocks of the step (recorded clocks are those used)
-    expected = clock_hot.values / 2.0
-    np.testing.assert_allclose(rate[-300:], expected[-300:], rtol=1e-9)
+    # By hand: at clock f an iteration takes T (c/f + 1 − c) — compute stretches by 1/f, the
+    # collectives (1 − c of it) do not — so over the last 300 s (~150 iterations) the job does
+    # Σ h / (T (c/f + 1 − c)) iterations with the recorded clocks (those the steps used). The
+    # phase within an iteration at the window's ends moves the sum by less than one iteration's
+    # difference between the two timings, c (1/f − 1) ≤ 0.1 of an iteration here: rtol 1e-3.
+    f = clock_hot.values[-300:]
+    expected = 1.0 / (2.0 * (0.9 / f + 0.1))
+    np.testing.assert_allclose(rate[-300:].sum(), expected.sum(), rtol=1e-3)
+    assert rate[-300:].sum() > (f / 2.0).sum()  # faster than if the collectives slowed too
+    # Lost time: the compute share of the running time times (1 − f).
     assert sim.jobs.jobs[0].throttle_loss > 0
+
+
+def test_clocked_phase_by_hand():
+    """c = 0.6 at f = 0.5: an iteration lasts 0.6/0.5 + 0.4 = 1.6 full-clock iterations, compute
+    1.2 of them (0.75 of the time); half the compute work (w = 0.3) is at 0.6/1.6 = 0.375 of the
+    time, the middle of the collectives (w = 0.8) at (1.2 + 0.2)/1.6 = 0.875; the map inverts."""
+    from twin.workload.jobs import clocked_phase
+
+    w = np.array([0.0, 0.3, 0.6, 0.8, 1.0, 2.3])
+    theta = clocked_phase(w, 0.6, 0.5)
+    np.testing.assert_allclose(theta, [0.0, 0.375, 0.75, 0.875, 1.0, 2.375], rtol=1e-12)
+    np.testing.assert_allclose(clocked_phase(theta, 0.6, 0.5, inverse=True), w, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(clocked_phase(w, 0.6, 1.0), w, rtol=1e-15, atol=1e-15)  # identity at full clock
 
 
 def test_failure_rolls_back_to_checkpoint_and_restarts():

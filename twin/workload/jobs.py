@@ -4,9 +4,11 @@ Every job advances in lockstep with the driver. Per thermal step the driver hand
 clocks and trips of their devices; each job returns its devices' utilisation for every workload
 sub-step (vectorised over sub-steps and devices; the Python loop is over jobs only).
 
-Training (synchronous): progress p (iterations) advances at rate min(f)/T_iter — the gang waits
-for its slowest member, so one throttled rack slows the whole job. Within an iteration the phase
-φ = p mod 1 selects compute (u_compute), all-to-all (MoE) or collective (u_collective) phases.
+Training (synchronous): progress p (iterations) advances through each iteration's compute at
+rate min(f)/T_iter — the gang waits for its slowest member, so one throttled rack slows the whole
+job — and through its collectives at 1/T_iter, whatever the clock (network time does not follow
+the core clock; :func:`clocked_phase`). Within an iteration the phase φ = p mod 1 selects compute
+(u_compute), all-to-all (MoE) or collective (u_collective) phases.
 Checkpoints pause progress for their duration at the end of each interval of job time; a failure
 (device trip or a draw from the job's MTBF) rolls progress back to the last checkpoint and idles
 the job for its restart time.
@@ -26,6 +28,45 @@ from twin.workload.profile import profile_mean, select_devices
 def phase_integral(x, share):
     """∫₀ˣ [frac(s) < share] ds: progress spent in the first ``share`` of each iteration [1]."""
     return np.floor(x) * share + np.minimum(np.mod(x, 1.0), share)
+
+
+def clocked_phase(progress, compute_share, clock, inverse=False):
+    """Progress in iterations ↔ the same progress in time at a compute clock [1].
+
+    Parameters
+    ----------
+    progress : ndarray
+        Iterations done: whole iterations plus the work done of the current one, in which the
+        first ``compute_share`` is compute and the rest collectives (shares of the iteration's
+        time at full clock) [1]. With ``inverse`` the progress in time (below).
+    compute_share : float
+        Compute share c of an iteration at full clock [1].
+    clock : float
+        Relative compute clock f, > 0 [1].
+    inverse : bool
+        Map progress in time back to progress in work.
+
+    Returns
+    -------
+    ndarray
+        Whole iterations plus the share of the current iteration's *time* at clock f that has
+        passed [1] (or, with ``inverse``, the share of its work).
+
+    Notes
+    -----
+    Compute takes c/f of the full-clock iteration time at clock f; collectives take 1 − c,
+    whatever the core clock, since fabric bandwidth and latency do not follow it. An iteration
+    then lasts D = c/f + 1 − c (in units of its full-clock time), its compute share of time is
+    c_f = (c/f)/D, and work w of an iteration maps to time θ = (w/f)/D for w < c, (c/f + w − c)/D
+    otherwise. At f = 1 the map is the identity.
+    """
+    c, f = compute_share, clock
+    d = c / f + 1.0 - c
+    k = np.floor(progress)
+    x = np.asarray(progress) - k
+    if inverse:
+        return k + np.where(x < (c / f) / d, x * d * f, c + x * d - c / f)
+    return k + np.where(x < c, (x / f) / d, (c / f + x - c) / d)
 
 
 #: Job states (recorded as numbers in the ``job`` group). UNPLACEABLE: the gang can never be
@@ -66,7 +107,7 @@ class JobState:
     restart_until: float = 0.0
     next_failure: float = np.inf
     failures: int = 0
-    throttle_loss: float = 0.0  # job-seconds lost to clocks below 1 [s]
+    throttle_loss: float = 0.0  # job-seconds lost to compute clocks below 1 (collectives do not slow) [s]
     energy: float = 0.0  # attributed device energy [J]
     tokens: float = 0.0
     paused: bool = False  # inside a checkpoint window at the end of the last step
@@ -392,15 +433,23 @@ class JobSet:
             paused = np.mod(ts - job.started, interval) >= interval - dur
         else:
             paused = np.zeros(n, dtype=bool)
-        dp = np.where(paused, 0.0, f * self.h_w / job.iteration_time)
-        p = job.progress + np.concatenate([[0.0], np.cumsum(dp)[:-1]])  # at each sub-step start
+        # Progress in time at this step's clock: compute stretches by 1/f, the collectives do
+        # not (the fabric's bandwidth and latency do not follow the core clock). A stopped clock
+        # (f = 0) stops the job, collectives included: its devices have tripped.
+        c = job.compute_share
+        slowed = 0.0 < f < 1.0
+        d = c / f + 1.0 - c if slowed else 1.0  # iteration time / full-clock iteration time
+        c_f = (c / f) / d if slowed else c  # compute share of the iteration's time
+        start = float(clocked_phase(job.progress, c, f)) if slowed else job.progress
+        dp = np.where(paused, 0.0, self.h_w / (job.iteration_time * d) if f > 0 else 0.0)
+        p = start + np.concatenate([[0.0], np.cumsum(dp)[:-1]])  # at each sub-step start
         # Share of each sub-step spent in the compute and all-to-all phases: exact means over
         # the progress covered (so a step longer than an iteration gets the iteration average).
-        a2a_end = job.compute_share + job.all_to_all_share
+        a2a_end = c_f + job.all_to_all_share / d
         moving = dp > 0
         span = np.where(moving, dp, 1.0)
-        f_c = np.where(moving, (phase_integral(p + dp, job.compute_share) - phase_integral(p, job.compute_share)) / span,
-                       np.mod(p, 1.0) < job.compute_share)
+        f_c = np.where(moving, (phase_integral(p + dp, c_f) - phase_integral(p, c_f)) / span,
+                       np.mod(p, 1.0) < c_f)
         f_ca = np.where(moving, (phase_integral(p + dp, a2a_end) - phase_integral(p, a2a_end)) / span,
                         np.mod(p, 1.0) < a2a_end)
         f_a = f_ca - f_c
@@ -414,7 +463,7 @@ class JobSet:
             before = np.concatenate([[job.paused], paused[:-1]])
             ends = np.flatnonzero(before & ~paused)
             if ends.size:
-                job.checkpointed = p[ends[-1]]
+                job.checkpointed = float(clocked_phase(p[ends[-1]], c, f, inverse=True)) if slowed else p[ends[-1]]
             job.paused = bool(paused[-1])
         u[:, job.devices] = u_acc[:, None]
         u[:, job.network] = u_net[:, None]
@@ -423,6 +472,8 @@ class JobSet:
                                     else np.full(n, 0.1))[:, None]
         u[:, job.hosts] = spec.host_load
         gained = float(dp.sum())
+        if slowed:
+            gained = float(clocked_phase(start + gained, c, f, inverse=True)) - job.progress
         if spec.iterations is not None and job.progress + gained >= spec.iterations:
             gained = spec.iterations - job.progress
             job.state = DONE
@@ -432,7 +483,8 @@ class JobSet:
         job.progress += gained
         job.tokens += gained * spec.tokens_per_iteration
         job.rate = gained / (self.h_w * n)
-        job.throttle_loss += (1.0 - f) * self.h_w * n * (~paused).mean()
+        # Time lost: the compute share of the running time, stretched by 1/f (all of it at f = 0).
+        job.throttle_loss += (1.0 - f) * (c_f if f > 0 else 1.0) * self.h_w * n * (~paused).mean()
 
     def _ownership(self):
         """Held mask, owned devices and their jobs' indices, cached until a job is placed or
