@@ -120,6 +120,9 @@ _PIPE = ("with a plant too, the plant's supply reaches the racks through the CDU
          "back to the CDU)")
 for _case in ("annual-leesburg", "cdu-pump-trip", "cdu-pump-trip-failover", "hall-1k", "phoenix-events"):
     CHANGED[_case] += "; " + _PIPE
+CHANGED["cdu-pump-trip"] += ("; training collectives take the same time at any compute clock (only compute "
+                             "stretches by 1/f): the throttled job does more iterations, and its throttle "
+                             "loss counts compute time only")
 CHANGED["quickstart-events"] += ("; the set-point change reaches the racks through the in-row CDU's supply "
                                  "pipe (150 L, plug flow), τ = V/Q after it leaves the CDU")
 
