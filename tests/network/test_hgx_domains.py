@@ -71,3 +71,38 @@ def test_sled_fabric_is_checked_like_a_rack_one(tmp_path, fabric, match):
 
     with pytest.raises(ScenarioError, match=match):
         _load(tmp_path, f"  sleds:\n    h100-hgx:\n      fabric: {fabric}\n")
+
+
+def test_serving_uses_the_fabric_its_racks_declare(tmp_path):
+    """An inference pool times its tensor-parallel all-reduces on the fabric its own devices'
+    sled declares — here a server of H100s on NVLink 3 (300 GB/s) — not on the first catalogue
+    entry that names a fabric for the chip (HGX H100's NVLink 4, 450 GB/s). Two racks on
+    different fabrics give the pool the slower one."""
+    from twin.workload.jobs import declared_link
+
+    cat = load_catalog()
+    sled = {"description": "8 H100 SXM on an NVLink 3 board (test)", "devices": {"h100-sxm": {"value": 8, "source": "test"}},
+            "fabric": {"h100-sxm": "nvlink-3"}}
+    for k, v in (("overhead", "2000 W"), ("fan_power", "900 W"), ("air_flow", "0.55 m**3/s"),
+                 ("coolant_volume", "0.1 L"), ("c_chassis", "20000 J/K")):  # as h100-hgx
+        sled[k] = {"value": v, "source": "test"}
+    data = {
+        "name": "serve", "time": {"duration": "5 s", "step": "1 s"},
+        "catalog": {"sleds": {"h100-nvl3": sled},
+                    "racks": {"h100-nvl3-rack": {"description": "test", "sleds": {"h100-nvl3": {"value": 1, "source": "test"}},
+                                                 "power_shelf": "titanium-shelf-33kw", "shelves": {"value": 1, "source": "test"},
+                                                 "coolant_flow": {"value": "0 L/min", "source": "air"}}}},
+        "halls": [{"name": "h", "rows": [{"name": "r", "racks": [{"name": "k", "template": "h100-nvl3-rack"}]}]}],
+        "jobs": [{"kind": "inference", "name": "chat", "devices": {"kind": "h100-sxm", "count": 8}, "replica_size": 8,
+                  "model": {"params": 70e9, "format": "fp8", "kv_bytes_per_token": 163840},
+                  "arrivals": {"rate": "1 1/s"}}],
+        "record": {"job": "1 s", "device": "off"},
+    }
+    loaded = load_scenario(write_scenario(tmp_path, data, "serve.yaml"))
+    assert scale_up_link(loaded.catalog, "h100-sxm")[0] == 450e9  # the first entry naming one: HGX H100's
+    sim = Simulation(loaded)
+    args = sim.jobs.jobs[0].pool_args
+    nv3 = cat.fabrics["nvlink-3"]
+    assert args["fabric_bandwidth"] == nv3.bandwidth.si == 300e9
+    assert declared_link(cat, ["nvlink-4", "nvlink-3", ""]) == (300e9, max(nv3.latency.si, cat.fabrics["nvlink-4"].latency.si))
+    assert declared_link(cat, ["", ""]) == (float("inf"), 0.0)

@@ -78,9 +78,11 @@ NETWORK_ROLES = ("nic", "switch")
 
 
 def scale_up_link(catalog, kind: str) -> tuple[float, float]:
-    """Per-chip bandwidth [B/s] and step latency [s] of the scale-up fabric joining ``kind``
-    chips (from the catalogue's ``fabrics``: the first sled, system or rack that names one);
-    no fabric: (inf, 0)."""
+    """Per-chip bandwidth [B/s] and step latency [s] of the scale-up fabric of the catalogue's
+    first sled, system or rack that names one for ``kind`` chips; no fabric: (inf, 0).
+
+    For benchmarks that compare chips without a scenario; a simulated job uses the fabric its
+    own devices' racks declare (:func:`declared_link`)."""
     fabrics = getattr(catalog, "fabrics", None) or {}
     for holder in (*getattr(catalog, "sleds", {}).values(), *getattr(catalog, "systems", {}).values(),
                    *getattr(catalog, "racks", {}).values()):
@@ -89,6 +91,21 @@ def scale_up_link(catalog, kind: str) -> tuple[float, float]:
             f = fabrics[name]
             return f.bandwidth.si, f.latency.si
     return np.inf, 0.0
+
+
+def declared_link(catalog, names) -> tuple[float, float]:
+    """Per-chip bandwidth [B/s] and step latency [s] of the scale-up fabric that the devices'
+    sleds, racks or systems declare (``names``: the devices' fabric names, "" for none).
+
+    Devices on several fabrics get the slowest (lowest bandwidth, highest latency): an inference
+    pool's replicas share one serving model. No fabric: (inf, 0) — a replica of one chip, or chips
+    whose collectives the catalogue does not time.
+    """
+    named = sorted({str(n) for n in np.asarray(names, dtype=object).ravel() if n})
+    if not named:
+        return np.inf, 0.0
+    links = [(catalog.fabrics[n].bandwidth.si, catalog.fabrics[n].latency.si) for n in named]
+    return min(b for b, _ in links), max(a for _, a in links)
 
 
 @dataclass
@@ -178,7 +195,8 @@ class JobSet:
                                      f"{need} devices do not split into replicas of {job.spec.replica_size}")
                 job.requests = self._requests(job, base)
                 job.chip = catalog.chips[job.spec.devices.kind]
-                job.pool_args = self._pool_args(job, catalog)
+                fabrics = system.device_fabric[job.candidates] if system.device_fabric.size else []
+                job.pool_args = self._pool_args(job, catalog, declared_link(catalog, fabrics))
                 r = job.requests
                 need = (r["prompt_tokens"] + r["output_tokens"]).to_numpy() * job.spec.model.kv_bytes_per_token
                 cap = job.pool_args["kv_capacity"]
@@ -189,8 +207,9 @@ class JobSet:
                                      f"{job.spec.replica_size} holds {cap / 1e9:.3g} GB beside the weights")
 
     @staticmethod
-    def _pool_args(job, catalog) -> dict:
-        """The serving model of an inference job from its chip's catalogue figures (checked)."""
+    def _pool_args(job, catalog, link) -> dict:
+        """The serving model of an inference job from its chip's catalogue figures (checked) and
+        the scale-up ``link`` (bandwidth, latency) its devices' racks declare."""
         from twin.workload.inference import pool_arguments
 
         spec, m = job.spec, job.spec.model
@@ -198,7 +217,7 @@ class JobSet:
             return pool_arguments(
                 job.chip, spec.replica_size, params=m.params, fmt=m.format,
                 kv_bytes_per_token=m.kv_bytes_per_token, layers=m.layers, d_model=m.d_model,
-                link=scale_up_link(catalog, spec.devices.kind), mfu=spec.mfu, mbu=spec.mbu,
+                link=link, mfu=spec.mfu, mbu=spec.mbu,
                 layer_overhead=spec.layer_overhead, collective_overhead=spec.collective_overhead,
                 max_batch_size=spec.max_batch_size, max_prefill_tokens=spec.max_prefill_tokens,
                 prefill_chunk=spec.prefill_chunk)
