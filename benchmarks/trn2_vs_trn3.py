@@ -5,9 +5,10 @@ Four comparisons, each at Trn3 TDPs across its sourced range (690, 850 and 1,000
 
 1. **Chip** — dense FP8-class FLOP/s per watt of TDP (Trn3 MXFP8 2.517 PF, Trn2 FP8 1.299 PF),
    and per UltraServer the peak compute and HBM bandwidth.
-2. **Training at equal utilisation** — the same dense job (1.0e18 FLOP per iteration at 40 % MFU)
-   on one Trn3 Gen2 UltraServer and one Trn2 UltraServer, simulated with hosts, switches, NICs,
-   fans and power shelves (scenarios/trn{2,3}-training.yaml): iterations per facility kWh.
+2. **Training at equal utilisation** — the same dense job (1.0e18 FLOP per iteration at 40 % MFU,
+   a ~160B model fully sharded over the UltraServer, its ZeRO-3 collectives timed on the scale-up
+   fabric) on one Trn3 Gen2 UltraServer and one Trn2 UltraServer, simulated with hosts, switches,
+   NICs, fans and power shelves (scenarios/trn{2,3}-training.yaml): iterations per facility kWh.
 3. **MoE training with topology** — the same per-chip work of a mixture-of-experts step (6 · 37e9
    active parameters · 16,384 tokens at 40 % MFU) plus its expert all-to-all and gradient
    all-reduce, timed on each UltraServer's scale-up fabric: Trn3's 144-chip switched
@@ -199,8 +200,8 @@ def run(duration="30 min"):
             moe_chip_speed=m2["iteration_time"] / m3["iteration_time"],
             serve=s3["tokens_per_J"] / s2["tokens_per_J"], serve_tps=s3["tokens_per_s"] / s2["tokens_per_s"],
             moe_serve=g3["tokens_per_J"] / g2["tokens_per_J"], moe_serve_tps=g3["tokens_per_s"] / g2["tokens_per_s"],
-            s3=s3, m3=m3, g3=g3))
-    return dict(rows=rows, chip=chip, s2=s2, m2=m2, g2=g2)
+            s3=s3, m3=m3, g3=g3, t3=t3))
+    return dict(rows=rows, chip=chip, s2=s2, m2=m2, g2=g2, t2=t2)
 
 
 def table(res) -> str:
@@ -224,9 +225,12 @@ def table(res) -> str:
            "efficient) | only if Trn3 draws ~690 W: the low end of the range is where the claim lands; at 1 kW "
            "the chip does 1.94x the FLOP/s for 2x the power |",
            f"| training at equal MFU, iterations per facility kWh (whole UltraServers: hosts, switches, NICs, "
-           f"fans, shelves) | {cells('train')} | 4x perf/W (UltraServer) | no: 4.36x the work for "
+           f"fans, shelves) | {cells('train')} | 4x perf/W (UltraServer) | no: {r[-1]['train_speed']:.2f}x the "
+           f"iterations (4.36x the compute; the ZeRO-3 collectives take {res['t2']['t_collective']:.2f} s of Trn2's "
+           f"{res['t2']['iteration_time']:.2f} s iteration, {r[-1]['t3']['t_collective']:.2f} s of Trn3's "
+           f"{r[-1]['t3']['iteration_time']:.2f} s) for "
            f"{r[0]['train_speed'] / r[0]['train']:.1f}-{r[-1]['train_speed'] / r[-1]['train']:.1f}x the power; "
-           "4x needs Trn3 UltraServers at ~1.1x a Trn2 UltraServer's power |",
+           f"4x needs Trn3 UltraServers at {r[-1]['train_speed'] / 4:.2f}x a Trn2 UltraServer's power |",
            f"| MoE training with its expert all-to-all on the scale-up fabric, tokens per facility kWh | "
            f"{cells('moe')} | 4x perf/W | no, though the topology adds {r[-1]['moe_chip_speed'] / c['flops_ratio'] - 1:.0%} "
            f"per chip over the FLOP ratio: collectives take {res['m2']['t_collective']:.2f} s of Trn2's "

@@ -123,6 +123,10 @@ for _case in ("annual-leesburg", "cdu-pump-trip", "cdu-pump-trip-failover", "hal
 CHANGED["cdu-pump-trip"] += ("; training collectives take the same time at any compute clock (only compute "
                              "stretches by 1/f): the throttled job does more iterations, and its throttle "
                              "loss counts compute time only")
+for _case in ("trn2-training", "trn3-training"):
+    CHANGED[_case] += ("; the job's collectives come from the fabric (a ~160B model's ZeRO-3 all-gathers and "
+                       "reduce-scatter, 477 GB per chip per iteration, on the UltraServer's scale-up fabric) "
+                       "instead of a fixed 25 % of the iteration")
 CHANGED["quickstart-events"] += ("; the set-point change reaches the racks through the in-row CDU's supply "
                                  "pipe (150 L, plug flow), τ = V/Q after it leaves the CDU")
 
