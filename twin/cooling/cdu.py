@@ -151,12 +151,12 @@ class SimpleCdu(Component):
         self._boundaries()
 
     def step(self, t: float, dt: float, state) -> None:
-        p_pump = self.pumps.power(state["cdu.flow"] / RHO_WATER, ~self.down)
+        p_pump = self.pumps.power(self.pumps.volume(state["cdu.flow"]), ~self.down)
         state["cdu.p_pump"] = p_pump
         state["cdu.q"] = state["cdu.q_in"]
         state["facility.p_cooling"] = np.array([float(p_pump.sum())])
         if (self.supply_volume > 0).any():
-            self._transport(state["cdu.flow"] / RHO_WATER, dt)
+            self._transport(self.pumps.volume(state["cdu.flow"]), dt)
 
     def _transport(self, flow, dt: float) -> None:
         """Push the step's supply through the supply pipes; the racks get what arrives."""
@@ -287,7 +287,7 @@ class PlantCdu(Component):
         ps = self.plant.step(t, ret, flow, float(step_mean(state["facility.q_air"])[0]),
                              float(step_mean(state["facility.p_it"])[0]))
         if self.piped.any():
-            self._transport(flow / RHO_WATER, dt)
+            self._transport(self.plant.pumps.volume(flow), dt)
         self._write(ps)
         self._boundaries()
 

@@ -11,7 +11,10 @@ Catalogue: the CDU entry's ``pumps`` (duty, in parallel), ``standby_pumps``, ``p
 minimum speed), ``design_pressure`` (the duty pumps' pressure rise at the CDU's design flow) and
 ``index_pressure`` (the differential pressure held across the hydraulically farthest rack).
 Without a pump curve the CDU's ``pump_power`` follows the affinity law and a trip leaves
-(N−1)/N of the flow.
+(N−1)/N of the flow. With a coolant other than water (``resistance``, ``heat`` of
+:func:`twin.cooling.coolant.loop_coolant_factors`) the loop's resistances scale by
+``resistance`` at the same volume flow (Darcy–Weisbach/Blasius and form losses), so the pumps
+deliver that much more pressure for the same flow.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from twin.cooling.hydraulics import (
 )
 from twin.cooling.hydraulics import pump_power as hydraulic_pump_power
 from twin.cooling.plant import pump_power as affinity_pump_power
+from twin.units import RHO_WATER
 
 
 def _figure(entry, name, default=float("nan")):
@@ -56,7 +60,7 @@ class CduPumps:
     throttled) and draw Q Δp / (η_pump(Q, N, speed) η_drive).
     """
 
-    def __init__(self, cdus, pumps):
+    def __init__(self, cdus, pumps, resistance: float = 1.0, heat: float = 1.0):
         entries = [pumps[c.pump] if getattr(c, "pump", None) is not None else None for c in cdus]
         self.curve = np.array([p is not None and c.index_pressure is not None and c.design_pressure is not None
                                and p.shutoff_pressure is not None for c, p in zip(cdus, entries)], dtype=bool)
@@ -76,7 +80,18 @@ class CduPumps:
         q2 = self.design_flow * self.design_flow
         self.k_path = (dp_design - self.dp_index) / q2  # CDU, strainer and headers [Pa s² m-6]
         self.k_loop = dp_design / q2  # the whole loop at design [Pa s² m-6]
+        # another coolant than water: every resistance of the loop (and so the differential
+        # pressure the index rack needs at its design flow) × ``resistance``
+        self.resistance, self.heat = float(resistance), float(heat)
+        self.dp_index = self.dp_index * self.resistance
+        self.k_path = self.k_path * self.resistance
+        self.k_loop = self.k_loop * self.resistance
         self.restore_all()
+
+    def volume(self, m) -> np.ndarray:
+        """Secondary volume flow [m³ s-1] of a water-equivalent mass flow ``m`` [kg s-1] (the
+        mass flow that carries the coolant's heat-capacity rate with the water constants)."""
+        return np.asarray(m, dtype=float) / (RHO_WATER * self.heat)
 
     # -- state -----------------------------------------------------------------------------------
     def restore_all(self) -> None:
@@ -123,7 +138,7 @@ class CduPumps:
         running = self.running * np.asarray(up, dtype=bool)
         share = running / self.duty
         with np.errstate(divide="ignore", invalid="ignore"):
-            p_affinity = affinity_pump_power(q, self.design_flow * share, self.design_power * share)
+            p_affinity = affinity_pump_power(q, self.design_flow * share, self.design_power * share) * self.resistance
             need = dp_control_pressure(q, self.dp_index, self.k_path)
             speed = speed_for_flow(q, need, running, self.p0, self.a, self.min_speed)
             dp = np.maximum(need, pump_pressure(q, speed, self.p0, self.a, running))

@@ -100,3 +100,42 @@ def flow_for_same_heat(props, props_ref):
     """Volume flow needed, relative to the reference coolant, to carry the same heat at the same
     temperature rise: Q / Q_ref = (ρ c_p)_ref / (ρ c_p) [1]."""
     return props_ref.volumetric_heat_capacity / props.volumetric_heat_capacity
+
+
+def loop_coolant_factors(points, water_points, t, exponent, friction_share=0.5):
+    """What a secondary loop's coolant changes against water, at the loop temperature.
+
+    Parameters
+    ----------
+    points, water_points : sequence of (T, ρ, c_p, μ, k)
+        Catalogue property tables of the coolant and of water.
+    t : float
+        Loop temperature the properties are taken at [degC] (the CDU supply set-point).
+    exponent : array_like
+        Convection exponent n of each cold plate (Nu ∝ Re^n) [1].
+    friction_share : float
+        Share of the loop's pressure drop that is pipe friction
+        (:func:`twin.cooling.hydraulics.fluid_resistance_factor`) [1].
+
+    Returns
+    -------
+    dict
+        ``heat`` (ρ c_p) / (ρ c_p)_water: heat-capacity rate at one volume flow [1];
+        ``resistance``: k / k_water at one volume flow [1]; ``convection`` (shape of
+        ``exponent``): cold-plate conductance / conductance with water [1]
+        (:func:`convection_factor`).
+
+    Notes
+    -----
+    The loop is balanced for its design volume flows with its own coolant (the pumps' set-point
+    is commissioned so the index rack gets its design flow), so volume flows stay and the pumps
+    deliver ``resistance`` × the pressure; the heat each litre carries, the plates' convection and
+    the loop's thermal mass change with the properties.
+    """
+    from twin.cooling.hydraulics import fluid_resistance_factor
+
+    c = coolant_properties(points, t)
+    w = coolant_properties(water_points, t)
+    return {"heat": float(c.volumetric_heat_capacity / w.volumetric_heat_capacity),
+            "resistance": float(fluid_resistance_factor(c.rho, c.mu, w.rho, w.mu, friction_share)),
+            "convection": convection_factor(c, w, exponent)}

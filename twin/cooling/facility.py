@@ -249,8 +249,11 @@ class Plant:
 
     def __init__(self, spec: PlantSpec, catalog: Catalog, cdu_templates, cdu_setpoints,
                  design_secondary_flow, dt: float, *, start_day_of_year: float | None = None,
-                 base_dir: Path | None = None, weather: Weather | None = None):
+                 base_dir: Path | None = None, weather: Weather | None = None, coolant: dict | None = None):
         self.spec = spec
+        #: the secondary loops' coolant against water: heat-capacity rate and resistance at one
+        #: volume flow (:func:`twin.cooling.coolant.loop_coolant_factors`; water: both 1)
+        self.coolant = coolant or {"heat": 1.0, "resistance": 1.0}
         self.dt = float(dt)
         if not self.dt > 0:
             raise ValueError(f"Plant: dt must be positive, got {dt}")
@@ -285,15 +288,16 @@ class Plant:
         tpl = [_lookup(catalog.cdus, name, ("cdus", i, "template"), "CDU template")
                for i, name in enumerate(cdu_templates)]
         self.cdu_capacity = np.array([c.capacity.si for c in tpl])
-        self.m_s_design = np.array([c.design_flow.si * RHO_WATER for c in tpl])
+        heat, resistance = self.coolant["heat"], self.coolant["resistance"]
+        self.m_s_design = np.array([c.design_flow.si * RHO_WATER * heat for c in tpl])
         self.m_p_design = np.array([(c.primary_flow or c.design_flow).si * RHO_WATER for c in tpl])
         self.ua_design = np.array([c.ua.si if c.ua is not None else c.capacity.si / c.approach.si
                                    for c in tpl])
         volume = np.array([c.secondary_volume.si if c.secondary_volume is not None
                            else c.design_flow.si * SECONDARY_LOOP_TIME for c in tpl])
-        self.c_secondary = volume * RHO_WATER * CP_WATER
+        self.c_secondary = volume * RHO_WATER * CP_WATER * heat
         # secondary pumps: parallel duty pumps on their curve, standby, differential-pressure control
-        self.pumps = CduPumps(tpl, catalog.pumps)
+        self.pumps = CduPumps(tpl, catalog.pumps, resistance, heat)
         self.cdu_setpoint = np.array(cdu_setpoints, dtype=float).reshape(n).copy()
         self.design_secondary_flow = np.array(design_secondary_flow, dtype=float).reshape(n).copy()
         ctl = spec.cdu_control
@@ -420,7 +424,7 @@ class Plant:
     def _cdu_pump_power(self, m_s):
         """Electrical power of each CDU's running secondary pumps at secondary flow ``m_s``
         [kg/s] (:meth:`~twin.cooling.cdu_pumps.CduPumps.power`)."""
-        return self.pumps.power(m_s / RHO_WATER, ~self.cdu_down)
+        return self.pumps.power(self.pumps.volume(m_s), ~self.cdu_down)
 
     # -- faults and set-points ------------------------------------------------------------------
     def _check(self, i: int) -> int:

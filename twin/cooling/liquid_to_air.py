@@ -105,7 +105,7 @@ class LiquidToAirCdu(SimpleCdu):
         """Steady state under constant loads: the loop at set-point + (q + P_pump) / C_l and the
         fans at the speed that holds the set-point."""
         m = flow[self.air]
-        p = self.pumps.power(flow / RHO_WATER)[self.air]
+        p = self.pumps.power(self.pumps.volume(flow))[self.air]
         with np.errstate(divide="ignore", invalid="ignore"):
             rise = np.where(m > 0, (q_liquid[self.air] + p) / (m * CP_WATER), 0.0)
         self.t_loop = self.setpoint[self.air] + rise

@@ -72,6 +72,8 @@ class CDUSpec(_Strict):
     template: str = "in-row-1350kw"
     supply_temperature: CoolantTemperature = 32.0
     count: Annotated[int, Field(ge=1, le=100_000)] = 1
+    #: Secondary-loop coolant (a catalogue ``coolants`` entry: water, pg25); one per scenario.
+    coolant: Name = "water"
 
 
 class RackSpec(_Strict):

@@ -129,7 +129,9 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
         for n in shelf_names
     ]
     cdu_tpl = [catalog.cdus[spec.template] for _, spec in cdus]
-    layout = _layout(scenario, catalog, cdu_index, {n: i for i, n in enumerate(shelf_names)}, cdu_tpl)
+    coolant = _coolant(scenario, catalog, [spec for _, spec in cdus])
+    layout = _layout(scenario, catalog, cdu_index, {n: i for i, n in enumerate(shelf_names)}, cdu_tpl,
+                     coolant["heat"])
     racks, sleds, devices = layout["racks"], layout["sleds"], layout["devices"]
     kinds = _col(devices, "kind", object)
     chip = {f: np.array([getattr(catalog.chips[k], f).si for k in kinds]) for f in CHIP_FIELDS}
@@ -144,7 +146,7 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
     liquid = np.array([catalog.chips[k].cooling == "liquid" for k in kinds])
     sled_template = _col(sleds, "template", object)
     device_start = _col(sleds, "device_start", np.int64)
-    groups = _sled_groups(catalog, kinds, sled_template, device_start)
+    groups = _sled_groups(catalog, kinds, sled_template, device_start, coolant)
     col = _col
     system = System(
         rack_name=col(racks, "name", object), rack_template=col(racks, "template", object),
@@ -172,24 +174,51 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
         groups=groups, hall_names=layout["hall_names"], row_names=layout["row_names"],
         device_fabric=col(devices, "fabric", object), device_domain=col(devices, "domain", object),
     )
+    system.extra["coolant"] = coolant
     # what each rack's power shelves do beyond their healthy PSUs' rating (catalogue ``overload``)
     system.extra["rack_overload_trip"] = np.array(
         [catalog.power_shelves[shelf_names[i]].overload == "trip" for i in system.rack_shelf_type], dtype=bool)
     return system
 
 
+def _coolant(scenario, catalog, cdu_specs) -> dict:
+    """The secondary loops' coolant and what it changes against water
+    (:func:`~twin.cooling.coolant.loop_coolant_factors`, at the mean CDU supply set-point)."""
+    from twin.cooling.coolant import loop_coolant_factors
+    from twin.scenario.errors import FieldError
+
+    for i, spec in enumerate(scenario.cdus):
+        if spec.coolant not in catalog.coolants:
+            raise FieldError(("cdus", i, "coolant"), f"unknown coolant '{spec.coolant}' (the catalogue's "
+                             f"coolants: {', '.join(sorted(catalog.coolants))})")
+        if spec.coolant != scenario.cdus[0].coolant:
+            raise FieldError(("cdus", i, "coolant"), "every CDU of a scenario has the same coolant "
+                             f"(cdus[0] has '{scenario.cdus[0].coolant}')")
+    name = cdu_specs[0].coolant if cdu_specs else "water"
+    if name == "water":
+        return {"name": name, "heat": 1.0, "resistance": 1.0}
+    t = float(np.mean([spec.supply_temperature for spec in cdu_specs]))
+    points, water = catalog.coolants[name].properties.points, catalog.coolants["water"].properties.points
+    f = loop_coolant_factors(points, water, t, 0.0)
+    return {"name": name, "heat": f["heat"], "resistance": f["resistance"], "temperature": t,
+            "points": points, "water": water}
+
+
 def _col(rows, key, dtype=None):
     return np.array([x[key] for x in rows], dtype=dtype)
 
 
-def _layout(scenario, catalog, cdu_index, shelf_index, cdu_tpl) -> dict:
+def _layout(scenario, catalog, cdu_index, shelf_index, cdu_tpl, heat_ratio=1.0) -> dict:
     """Racks, sleds and devices in entity order (rack → sled → device slot), as dicts.
 
     A rack's coolant flow is its design flow (the scenario's or the template's) at the
     differential pressure its CDU holds: a rack whose catalogue ``pressure_drop`` at design flow
     differs from the CDU's ``index_pressure`` takes Q_d √(Δp_index / Δp_rack)
     (:func:`~twin.cooling.hydraulics.held_branch_flow`), so racks of different hydraulic
-    resistance on one CDU share its flow as their resistances give."""
+    resistance on one CDU share its flow as their resistances give. ``m_coolant`` is the
+    water-equivalent mass flow Q ρ_w (ρ c_p)/(ρ c_p)_w: what carries the coolant's heat-capacity
+    rate Q ρ c_p with the water constants used on the secondary side (``heat_ratio`` = 1 for
+    water)."""
     racks, sleds, devices = [], [], []
     hall_names, row_names, row_limits = [], [], []
     for hall in scenario.halls:
@@ -214,7 +243,7 @@ def _layout(scenario, catalog, cdu_index, shelf_index, cdu_tpl) -> dict:
                         name=slot.name, template=slot.template, system=slot.system,
                         row=len(row_names) - 1, hall=len(hall_names) - 1,
                         cdu=cdu,
-                        m_coolant=volume_to_mass_flow_water(flow),
+                        m_coolant=volume_to_mass_flow_water(flow) * heat_ratio,
                         capacity=tpl.shelves.value * shelf.psus.value * shelf.psu_rating.si,
                         psus=tpl.shelves.value * shelf.psus.value, psu_rating=shelf.psu_rating.si,
                         limit=spec.power_limit if spec.power_limit is not None else np.inf,
@@ -263,8 +292,14 @@ def _rack_sleds(catalog, tpl, rack_name: str, r: int, m_coolant: float, sleds: l
             slot_no += 1
 
 
-def _sled_groups(catalog, kinds, sled_template, device_start) -> list[SledGroup]:
-    """One :class:`SledGroup` (thermal network layout) per sled template."""
+def _sled_groups(catalog, kinds, sled_template, device_start, coolant=None) -> list[SledGroup]:
+    """One :class:`SledGroup` (thermal network layout) per sled template.
+
+    With a coolant other than water the liquid plates' reference flows are water-equivalent
+    (× (ρ c_p)/(ρ c_p)_w, so the ratio to the sled's flow stays the volume-flow ratio), their
+    convection conductance changes by :func:`~twin.cooling.coolant.convection_factor` and the
+    sled's coolant heat capacity by (ρ c_p)/(ρ c_p)_w."""
+    heat = coolant["heat"] if coolant else 1.0
     groups = []
     for sname in dict.fromkeys(sled_template):
         idx = np.flatnonzero(sled_template == sname)
@@ -274,17 +309,25 @@ def _sled_groups(catalog, kinds, sled_template, device_start) -> list[SledGroup]
         slot_kinds = kinds[dev[0]]
         chips = [catalog.chips[c] for c in slot_kinds]
         slot_liquid = np.array([c.cooling == "liquid" for c in chips])
-        rho = np.where(slot_liquid, volume_to_mass_flow_water(1.0), volume_to_mass_flow_air(1.0))
+        rho = np.where(slot_liquid, volume_to_mass_flow_water(1.0) * heat, volume_to_mass_flow_air(1.0))
+        exponent = np.array([c.convection_exponent.si if c.convection_exponent is not None
+                             else CONVECTION_FLOW_EXPONENT for c in chips])
+        g_conv = np.array([1.0 / c.r_conv_ref.si for c in chips])
+        if coolant is not None and coolant["name"] != "water":
+            from twin.cooling.coolant import loop_coolant_factors
+
+            factor = loop_coolant_factors(coolant["points"], coolant["water"], coolant["temperature"],
+                                          exponent)["convection"]
+            g_conv = np.where(slot_liquid, g_conv * factor, g_conv)
         groups.append(SledGroup(
             template=sname, sleds=idx, devices=dev, liquid=slot_liquid,
             g_jc=np.array([1.0 / c.r_jc.si for c in chips]),
-            g_conv_ref=np.array([1.0 / c.r_conv_ref.si for c in chips]),
+            g_conv_ref=g_conv,
             flow_ref=np.array([c.flow_ref.si for c in chips]) * rho,
-            conv_exponent=np.array([c.convection_exponent.si if c.convection_exponent is not None
-                                    else CONVECTION_FLOW_EXPONENT for c in chips]),
+            conv_exponent=exponent,
             c_die=np.array([c.c_die.si for c in chips]),
             c_plate=np.array([c.c_plate.si for c in chips]),
-            c_coolant=stpl.coolant_volume.si * volume_to_mass_flow_water(1.0) * CP_WATER,
+            c_coolant=stpl.coolant_volume.si * volume_to_mass_flow_water(1.0) * CP_WATER * heat,
             c_chassis=stpl.c_chassis.si,
         ))
     return groups

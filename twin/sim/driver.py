@@ -135,8 +135,8 @@ class Simulation:
     def __init__(self, loaded: LoadedScenario, solver: str = "fast", sink=None, kernel: str | None = None):
         self.loaded = loaded
         sc = self.scenario = loaded.scenario
-        self.system: System = build_system(sc, loaded.catalog)
         try:
+            self.system: System = build_system(sc, loaded.catalog)
             self.system.chip["p_limit"] = power_limits(sc.power_limits, self.system, loaded.catalog)
             self.workload = Workload(sc, self.system, loaded.catalog, loaded.base)
         except FieldError as exc:
@@ -215,7 +215,8 @@ class Simulation:
         if len(kinds) > 1:
             raise loaded.locate(FieldError(("cdus",), f"CDUs of kinds {', '.join(kinds)} in one scenario "
                                                       "are not modelled together"))
-        pumps = CduPumps(entries, loaded.catalog.pumps)
+        coolant = sy.extra["coolant"]
+        pumps = CduPumps(entries, loaded.catalog.pumps, coolant["resistance"], coolant["heat"])
         if not kinds:
             volume = np.array([e.supply_volume.si if e.supply_volume is not None else 0.0 for e in entries])
             return SimpleCdu(sy, sc.site.facility_water_supply, sc.site.cold_aisle, pumps, volume)
@@ -239,7 +240,8 @@ class Simulation:
         every = max(1, int(round((sc.plant.step or self.h) / self.h)))
         try:
             self.plant = Plant(sc.plant, cat, list(sy.cdu_template), sy.cdu_setpoint, design_flow,
-                               self.h * every, start_day_of_year=day, base_dir=loaded.base)
+                               self.h * every, start_day_of_year=day, base_dir=loaded.base,
+                               coolant=sy.extra["coolant"])
             why = self.plant.weather.span_error(sc.time.duration)  # before the run, not at its end
             if why is not None:
                 raise FieldError(("plant", "weather", "file"), why)
