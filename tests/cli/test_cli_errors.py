@@ -141,3 +141,17 @@ def test_a_missing_extra_is_one_line_naming_it(tmp_path, monkeypatch):
         result = runner.invoke(app, argv)
         assert result.exit_code == 2 and result.stderr.splitlines()[-1:] == [line], result.output
         assert len(result.stderr.splitlines()) == 1, result.stderr
+
+
+@pytest.mark.parametrize("command", [["run", Q, "--duration", "10 s", "-o", "out.nc"], ["bench", Q, "--duration", "10 s"]])
+def test_a_bad_kernel_in_the_environment_is_one_line(tmp_path, monkeypatch, command):
+    """TWIN_KERNEL names the chip kernel: a value that is none of them is one line naming the
+    variable and the allowed values, exit code 2, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TWIN_KERNEL", "cuda")
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == ["<environment>:1: TWIN_KERNEL: unknown kernel 'cuda' "
+                                          "(allowed: auto, numpy, numba)"]
+    assert list(tmp_path.iterdir()) == []

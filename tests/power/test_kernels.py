@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import SCENARIOS
 from twin.power.kernels import COMPILED_MIN_DEVICES, NumpyKernel, choose
 from twin.scenario import load_scenario
+from twin.scenario.errors import ScenarioError
 
 numba = pytest.importorskip("numba")
 
@@ -112,5 +113,8 @@ def test_choice(monkeypatch):
     monkeypatch.setenv("TWIN_KERNEL", "numpy")
     assert choose(10**6) == "numpy"
     monkeypatch.setenv("TWIN_KERNEL", "cuda")
-    with pytest.raises(ValueError, match="TWIN_KERNEL: unknown kernel 'cuda'"):
+    with pytest.raises(ScenarioError, match=r"^<environment>:1: TWIN_KERNEL: unknown kernel 'cuda' "
+                                            r"\(allowed: auto, numpy, numba\)$"):
         choose(10)
+    with pytest.raises(ValueError, match=r"^kernel: unknown kernel 'cuda'"):
+        choose(10, "cuda")  # a name given by the caller is not blamed on the environment

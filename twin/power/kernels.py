@@ -255,14 +255,25 @@ def choose(n_devices: int, name: str | None = None) -> str:
 
     Raises
     ------
+    ScenarioError
+        ``TWIN_KERNEL`` names no kernel, or asks for ``numba`` when it is not installed: one line
+        ``<environment>:1: TWIN_KERNEL: …`` naming the allowed values (the CLI's exit code 2).
     ValueError
-        An unknown name, or ``numba`` asked for and not installed.
+        The same for a ``name`` given by the caller.
     """
+    from_env = not name
     name = (name or os.environ.get(ENV, "") or "auto").strip().lower()
     if name == "auto":
         return "numba" if n_devices >= COMPILED_MIN_DEVICES and numba_available() else "numpy"
+    why = None
     if name not in KERNELS:
-        raise ValueError(f"{ENV}: unknown kernel '{name}' (known: auto, {', '.join(KERNELS)})")
-    if name == "numba" and not numba_available():
-        raise ValueError(f"{ENV}=numba: numba is not installed (pip install 'twin[fast]')")
-    return name
+        why = f"unknown kernel '{name}' (allowed: auto, {', '.join(KERNELS)})"
+    elif name == "numba" and not numba_available():
+        why = "numba is not installed (pip install 'twin[fast]'; allowed without it: auto, numpy)"
+    if why is None:
+        return name
+    if from_env:
+        from twin.scenario.errors import ScenarioError
+
+        raise ScenarioError(why, file="<environment>", path=ENV)
+    raise ValueError(f"kernel: {why}")
