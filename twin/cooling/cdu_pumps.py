@@ -86,6 +86,8 @@ class CduPumps:
         self.dp_index = self.dp_index * self.resistance
         self.k_path = self.k_path * self.resistance
         self.k_loop = self.k_loop * self.resistance
+        self._flow_factor = None  # (running pumps, flow factor) of the last solve
+        self._power = None  # ((flow, running pumps), power) of the last solve
         self.restore_all()
 
     def volume(self, m) -> np.ndarray:
@@ -118,6 +120,12 @@ class CduPumps:
     @property
     def flow_factor(self) -> np.ndarray:
         """Secondary flow each CDU's running pumps give, relative to design [1]."""
+        key = self.running.tobytes()
+        if self._flow_factor is None or self._flow_factor[0] != key:  # pumps changed: solve again
+            self._flow_factor = (key, self._solve_flow_factor())
+        return self._flow_factor[1].copy()
+
+    def _solve_flow_factor(self) -> np.ndarray:
         with np.errstate(invalid="ignore", divide="ignore"):
             q_run = operating_flow(1.0, self.running, self.p0, self.a, 0.0, self.k_loop)
             q_all = operating_flow(1.0, self.duty, self.p0, self.a, 0.0, self.k_loop)
@@ -136,6 +144,15 @@ class CduPumps:
         """
         q = np.asarray(flow, dtype=float)
         running = self.running * np.asarray(up, dtype=bool)
+        # The same flow and pumps as the last call (steady loops, most steps) give the same power.
+        key = (q.shape, q.tobytes(), running.tobytes())
+        if self._power is not None and self._power[0] == key:
+            return self._power[1].copy()
+        p = self._solve_power(q, running)
+        self._power = (key, p)
+        return p.copy()
+
+    def _solve_power(self, q: np.ndarray, running: np.ndarray) -> np.ndarray:
         share = running / self.duty
         with np.errstate(divide="ignore", invalid="ignore"):
             p_affinity = affinity_pump_power(q, self.design_flow * share, self.design_power * share) * self.resistance

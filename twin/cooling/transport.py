@@ -82,6 +82,8 @@ class PlugFlowDelay:
         self.slug_t = np.zeros((c, self.capacity))
         self.slug_v[:, -1] = self.volume
         self.slug_t[:, -1] = np.asarray(initial, dtype=float)
+        #: Each run's one temperature while every run holds water of one temperature, else None.
+        self.uniform = self.slug_t[:, -1].copy()
 
     def stored_heat(self, rho_cp):
         """Σ ρ c_p V T of the water in each run [J] (relative to 0 degC)."""
@@ -105,14 +107,19 @@ class PlugFlowDelay:
             Volume-weighted mean temperature of the water that left [degC] (the oldest slug's
             temperature where nothing flowed).
         """
-        v_in = np.maximum(np.asarray(flow, dtype=float), 0.0) * dt
         t_in = np.asarray(t_in, dtype=float)
+        if self.uniform is not None and np.array_equal(t_in, self.uniform):
+            # Water of one temperature in, and only that in the pipe: it leaves at exactly that
+            # temperature, and the pipe still holds V of it (how it is cut into slugs is of no
+            # consequence when they are all alike), so nothing needs pushing.
+            return self.uniform.copy()
+        v_in = np.maximum(np.asarray(flow, dtype=float), 0.0) * dt
         # append the new slug; the two oldest merge (volume-weighted), so nothing is lost when
         # the pipe holds more slugs than ``capacity`` (the outlet is then smeared slightly)
         v0, v1 = self.slug_v[:, 0], self.slug_v[:, 1]
         merged_v = v0 + v1
-        merged_t = np.divide(v0 * self.slug_t[:, 0] + v1 * self.slug_t[:, 1], merged_v,
-                             out=self.slug_t[:, 1].copy(), where=merged_v > 0)
+        t0, t1 = self.slug_t[:, 0], self.slug_t[:, 1]
+        merged_t = np.divide(v0 * t0 + v1 * t1, merged_v, out=t1.copy(), where=(merged_v > 0) & (t0 != t1))
         self.slug_v = np.concatenate([merged_v[:, None], self.slug_v[:, 2:], v_in[:, None]], axis=1)
         self.slug_t = np.concatenate([merged_t[:, None], self.slug_t[:, 2:], t_in[:, None]], axis=1)
         # remove v_in from the oldest end
@@ -128,4 +135,7 @@ class PlugFlowDelay:
         leaving = out_v > 0
         hi = np.where(leaving, self.slug_t, -np.inf).max(axis=1)
         lo = np.where(leaving, self.slug_t, np.inf).min(axis=1)
+        held = self.slug_v > 0
+        alike = ~held | (self.slug_t == t_in[:, None])
+        self.uniform = t_in.copy() if alike.all() else None
         return np.where(leaving.any(axis=1) & (hi == lo), hi, mean)
