@@ -117,7 +117,7 @@ class ExponentialIntegrator:
     def boundary(self, i: int) -> np.ndarray:
         return self.blocks[i].b
 
-    def step(self, i: int, T: np.ndarray, q: np.ndarray):
+    def step(self, i: int, T: np.ndarray, q: np.ndarray, p: np.ndarray | None = None):
         """Advance group ``i`` by one step.
 
         Parameters
@@ -126,6 +126,8 @@ class ExponentialIntegrator:
             Node temperatures at the start of the step [degC].
         q : ndarray, shape (n, m)
             Heat into each node, P + b ⊙ T_in [W].
+        p : ndarray, shape (n, k), optional
+            Heat added to the first k nodes (the dies' power) [W]: the input is q + [p | 0].
 
         Returns
         -------
@@ -139,6 +141,8 @@ class ExponentialIntegrator:
         X = blk.X
         X[:, :m] = T
         X[:, m:] = q
+        if p is not None:
+            X[:, m: m + p.shape[1]] += p
         if blk.shared:
             out = X @ blk.W[0]
         else:
@@ -200,9 +204,12 @@ class ReferenceIntegrator(ExponentialIntegrator):
         top = scipy.sparse.vstack([J, S])
         blk.jac = scipy.sparse.hstack([top, zeros], format="csc")
 
-    def step(self, i, T, q):
+    def step(self, i, T, q, p=None):
         from scipy.integrate import solve_ivp
 
+        if p is not None:
+            q = q.copy()
+            q[:, : p.shape[1]] += p
         blk = self.blocks[i]
         n, m = T.shape
         g = np.concatenate([(q / blk.cap).ravel(), np.zeros(2 * n)])

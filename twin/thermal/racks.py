@@ -80,6 +80,10 @@ class RackThermal(Component):
         self._supply = None  # the boundary values q_base was built with
         self._t_cold_aisle = None
         self.state = None
+        # Each group's devices (n, k) and sleds (n,) as views of the flat arrays where they are
+        # contiguous (the usual layout: one sled template per rack template), else gathers.
+        self._devices = [_contiguous(g.devices) for g in sy.groups]
+        self._sleds = [_contiguous(g.sleds) for g in sy.groups]
 
     # -- boundaries -------------------------------------------------------------------------
     def initialise(self, state) -> None:
@@ -191,12 +195,11 @@ class RackThermal(Component):
         t_cool = np.empty(sy.sled_name.size)
         t_air = np.empty(sy.sled_name.size)
         for i, g in enumerate(sy.groups):
-            q = self.q_base[i].copy()
-            q[:, : g.k] += p_dev[g.devices]
-            self.T[i], fluid = self.integrator.step(i, self.T[i], q)
-            self.t_die[g.devices] = self.T[i][:, : g.k]
-            t_cool[g.sleds] = fluid[:, 0]
-            t_air[g.sleds] = fluid[:, 1]
+            dev, sleds = self._devices[i], self._sleds[i]
+            self.T[i], fluid = self.integrator.step(i, self.T[i], self.q_base[i], _take(p_dev, dev))
+            _put(self.t_die, dev, self.T[i][:, : g.k])
+            _put(t_cool, sleds, fluid[:, 0])
+            _put(t_air, sleds, fluid[:, 1])
 
         m_c, m_a = self.m_coolant, self.m_air
         q_liq = sy.rack_sum(m_c * CP_WATER * (t_cool - self.sled_supply))
@@ -234,3 +237,28 @@ class RackThermal(Component):
         tot.e_liquid += q_liq.sum() * dt
         tot.e_air += q_room * dt
         np.maximum(self.t_die_peak, self.t_die, out=self.t_die_peak)
+
+
+def _contiguous(index: np.ndarray):
+    """``index`` as ``(start, shape)`` when it is the consecutive run start, start + 1, … in
+    row-major order (then a reshaped slice reads and writes it without a copy), else itself."""
+    flat = index.ravel()
+    if flat.size and np.array_equal(flat, np.arange(flat[0], flat[0] + flat.size)):
+        return int(flat[0]), index.shape
+    return index
+
+
+def _take(values: np.ndarray, where) -> np.ndarray:
+    """``values[index]`` for an index given by :func:`_contiguous` (a view where contiguous)."""
+    if isinstance(where, tuple):
+        start, shape = where
+        return values[start: start + int(np.prod(shape))].reshape(shape)
+    return values[where]
+
+
+def _put(target: np.ndarray, where, values) -> None:
+    """``target[index] = values`` for an index given by :func:`_contiguous`."""
+    if isinstance(where, tuple):
+        _take(target, where)[...] = values
+    else:
+        target[where] = values
