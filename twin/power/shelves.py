@@ -57,6 +57,12 @@ class Shelves(Component):
         self.failed_psus = np.zeros(system.n_racks, dtype=np.int64)
         self.overloaded = np.zeros(system.n_racks, dtype=bool)  # PSUs tripped on over-current
         self.state = None
+        # The shelf kinds present (racks, efficiency curve); racks None: every rack, in order.
+        self._shelves = []
+        for sel, (loads, etas) in zip(system.shelf_members, system.shelf_curves):
+            if sel.size:
+                every = sel.size == system.n_racks and np.array_equal(sel, np.arange(system.n_racks))
+                self._shelves.append((None if every else sel, loads, etas))
         self._capacity()
 
     def initialise(self, state) -> None:
@@ -87,9 +93,11 @@ class Shelves(Component):
         carried = np.maximum(self.shelf_capacity, p_dc_sub.max(axis=0))
         carried[carried <= 0] = 1.0  # a dark rack without PSUs: 0 W of 1 W draws nothing (no 0/0)
         p_ac_sub = np.empty_like(p_dc_sub)
-        for s, (loads, etas) in enumerate(sy.shelf_curves):
-            sel = sy.shelf_members[s]
-            p_ac_sub[:, sel] = shelf_input_power(p_dc_sub[:, sel], carried[sel], loads, etas)
+        for sel, loads, etas in self._shelves:
+            if sel is None:  # one kind of shelf in every rack
+                p_ac_sub = shelf_input_power(p_dc_sub, carried, loads, etas)
+            else:
+                p_ac_sub[:, sel] = shelf_input_power(p_dc_sub[:, sel], carried[sel], loads, etas)
         p_dc = step_mean(p_dc_sub)
         state["sled.p_dc"] = step_mean(p_sled_sub)
         state["rack.p_dc"] = p_dc_sub

@@ -123,6 +123,12 @@ class RackThermal(Component):
         self.rack_m_coolant = sy.rack_sum(m_coolant)
         self.rack_m_air = sy.rack_sum(m_air)
         self.rack_sleds = sy.rack_sum(np.ones(sy.sled_name.size))
+        # What the step needs of the flows, computed once per flow state.
+        self.mc_cp, self.ma_cp = m_coolant * CP_WATER, m_air * CP_AIR  # [W/K]
+        self.rack_mc_cp, self.rack_ma_cp = self.rack_m_coolant * CP_WATER, self.rack_m_air * CP_AIR
+        self.cdu_flow = np.bincount(sy.rack_cdu, weights=self.rack_m_coolant, minlength=sy.cdu_name.size)
+        self.cdu_mc_cp = self.cdu_flow * CP_WATER
+        self.still_air = bool((self.rack_m_air <= 0).any())  # a rack whose fans all failed
 
     def _boundaries(self, cdu_supply, t_cold_aisle: float) -> None:
         """Supply temperatures and the constant boundary heat input of every sled node."""
@@ -132,6 +138,16 @@ class RackThermal(Component):
         self.t_cold_aisle = t_cold_aisle
         self.rack_supply = self.cdu_supply[sy.rack_cdu]
         self.sled_supply = self.rack_supply[sy.sled_rack]
+        # Outputs that change only with the boundaries and flows (the same arrays each step).
+        self.constant = {
+            "rack.t_coolant_supply": np.where(self.rack_m_coolant > 0, self.rack_supply, np.nan),
+            "rack.t_air_in": np.full(sy.n_racks, self.t_cold_aisle),
+            "cdu.t_supply": self.cdu_supply,
+            "cdu.flow": self.cdu_flow,
+            "facility.t_cold_aisle": np.array([self.t_cold_aisle]),
+        }
+        for value in self.constant.values():
+            value.flags.writeable = False  # shared from step to step: nobody may change them
         self.q_base = []
         for i, g in enumerate(sy.groups):
             b = self.integrator.boundary(i)
@@ -201,37 +217,31 @@ class RackThermal(Component):
             _put(t_cool, sleds, fluid[:, 0])
             _put(t_air, sleds, fluid[:, 1])
 
-        m_c, m_a = self.m_coolant, self.m_air
-        q_liq = sy.rack_sum(m_c * CP_WATER * (t_cool - self.sled_supply))
-        q_air = sy.rack_sum(m_a * CP_AIR * (t_air - self.t_cold_aisle)) + state["rack.p_loss"]
+        q_liq = sy.rack_sum(self.mc_cp * (t_cool - self.sled_supply))
+        q_air = sy.rack_sum(self.ma_cp * (t_air - self.t_cold_aisle)) + state["rack.p_loss"]
         rack_m_c = self.rack_m_coolant
+        cdu_flow = self.cdu_flow
+        cdu_q = np.bincount(sy.rack_cdu, weights=q_liq, minlength=sy.cdu_name.size)
         with np.errstate(invalid="ignore", divide="ignore"):
-            t_return = np.where(rack_m_c > 0, self.rack_supply + q_liq / (rack_m_c * CP_WATER), np.nan)
-        n_cdu = sy.cdu_name.size
-        cdu_flow = np.bincount(sy.rack_cdu, weights=rack_m_c, minlength=n_cdu)
-        cdu_q = np.bincount(sy.rack_cdu, weights=q_liq, minlength=n_cdu)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            cdu_return = np.where(cdu_flow > 0, self.cdu_supply + cdu_q / (cdu_flow * CP_WATER), np.nan)
+            t_return = np.where(rack_m_c > 0, self.rack_supply + q_liq / self.rack_mc_cp, np.nan)
+            cdu_return = np.where(cdu_flow > 0, self.cdu_supply + cdu_q / self.cdu_mc_cp, np.nan)
+            mixed = self.t_cold_aisle + q_air / self.rack_ma_cp
 
-        state["sled.t_coolant_out"] = np.where(m_c > 0, t_cool, np.nan)
+        state.update(self.constant)
+        state["sled.t_coolant_out"] = np.where(self.m_coolant > 0, t_cool, np.nan)
         state["sled.t_air_out"] = t_air
-        state["rack.t_coolant_supply"] = np.where(rack_m_c > 0, self.rack_supply, np.nan)
         state["rack.t_coolant_return"] = t_return
-        state["rack.t_air_in"] = np.full(sy.n_racks, self.t_cold_aisle)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mixed = self.t_cold_aisle + q_air / (self.rack_m_air * CP_AIR)
         # With every fan of a rack failed no air flows through it: its "exhaust" is the still air
         # inside (the mean of its sleds' air nodes); its heat reaches the room by natural
         # convection (q_air still counts it), not by a flow of zero carrying it at infinite ΔT.
-        still = sy.rack_sum(t_air) / self.rack_sleds
-        state["rack.t_air_out"] = np.where(self.rack_m_air > 0, mixed, still)
+        if self.still_air:
+            still = sy.rack_sum(t_air) / self.rack_sleds
+            mixed = np.where(self.rack_m_air > 0, mixed, still)
+        state["rack.t_air_out"] = mixed
         state["rack.q_liquid"] = q_liq
         state["rack.q_air"] = q_air
-        state["cdu.t_supply"] = self.cdu_supply
         state["cdu.t_return"] = cdu_return
-        state["cdu.flow"] = cdu_flow
         state["cdu.q_in"] = cdu_q
-        state["facility.t_cold_aisle"] = np.array([self.t_cold_aisle])
         q_room = float(q_air.sum() + state["facility.p_network"][0])  # + network switches and optics
         state["facility.q_air"] = np.array([q_room])
         tot.e_liquid += q_liq.sum() * dt
