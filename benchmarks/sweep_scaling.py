@@ -8,8 +8,12 @@ folder, so nothing is skipped. The wall time is measured with the LocalCluster a
 spoil the comparison: each timed sweep waits for the CPUs to be idle, counts the CPU time other
 processes used meanwhile, and the pair is repeated (``--attempts``) while that exceeds 2 CPU-s.
 
-Usage: ``python benchmarks/sweep_scaling.py [--duration '2 h'] [--workers 2]``; the target on a
-2-core machine is a speed-up of at least 1.6×.
+The CPU seconds of this process and its workers during each sweep are printed too: on a loaded
+machine the wall-time speed-up measures the neighbours as much as the sweep, while the ratio of
+CPU times (2 workers / 1) shows the parallel overhead alone.
+
+Usage: ``python benchmarks/sweep_scaling.py [--duration '2 h'] [--workers 2] [--patience 600]``;
+the target on a 2-core machine is a speed-up of at least 1.8×.
 """
 
 from __future__ import annotations
@@ -81,22 +85,40 @@ def cpu_snapshot() -> dict:
             for p in psutil.process_iter(["pid", "cpu_times"]) if p.info["cpu_times"] is not None}
 
 
-def timed_sweep(plan, out: Path, workers: int) -> tuple[float, float, float]:
+def tree_cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its children so far (Dask worker processes
+    included while they live)."""
+    import psutil
+
+    total = 0.0
+    for p in [psutil.Process(), *psutil.Process().children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += t.user + t.system
+    return total
+
+
+def timed_sweep(plan, out: Path, workers: int, patience: float) -> tuple[float, float, float, float]:
     """(wall seconds of the sweep with the cluster up, wall seconds including the cluster start,
-    CPU seconds other processes used meanwhile)."""
+    CPU seconds other processes used meanwhile, CPU seconds this process and its workers used
+    for the sweep with the cluster up)."""
     from twin.sweep.run import dask_client, run_sweep
 
-    wait_quiet()
+    wait_quiet(patience=patience)
     before = cpu_snapshot()
     t0 = time.perf_counter()
     with dask_client(workers) as client:  # the LocalCluster `twin sweep --workers N` starts
         client.wait_for_workers(workers)
         client.run(lambda: __import__("twin.sim.driver"))  # import twin on the workers before timing
+        c1 = tree_cpu_seconds()
         t1 = time.perf_counter()
         res = run_sweep(plan, out, client=client)
         t2 = time.perf_counter()
+        c2 = tree_cpu_seconds()
     assert res.n_run == len(plan.variants) and res.n_failed == 0, res.errors
-    return t2 - t1, t2 - t0, busy_other_cpu_seconds(before)
+    return t2 - t1, t2 - t0, busy_other_cpu_seconds(before), c2 - c1
 
 
 def main():
@@ -106,6 +128,8 @@ def main():
     ap.add_argument("--duration", default="2 h", help="simulated time per variant")
     ap.add_argument("--workers", type=int, default=2, help="workers of the parallel run")
     ap.add_argument("--attempts", type=int, default=3, help="repeat while other processes disturb the runs")
+    ap.add_argument("--patience", type=float, default=600.0,
+                    help="seconds to wait for an idle machine before each timed sweep")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -113,13 +137,15 @@ def main():
         n = len(plan.variants)
         print(f"{n} variants of {args.duration} each; {os.cpu_count()} CPUs")
         for attempt in range(1, args.attempts + 1):
-            one, one_total, other1 = timed_sweep(plan, tmp / f"a{attempt}w1" / "s.zarr", 1)
+            one, one_total, other1, cpu1 = timed_sweep(plan, tmp / f"a{attempt}w1" / "s.zarr", 1, args.patience)
             print(f"1 worker : {one:6.1f} s  ({one_total:6.1f} s with cluster start)  {one / n:.2f} s/variant"
-                  f"  [other processes: {other1:.1f} CPU-s]")
-            many, many_total, other2 = timed_sweep(plan, tmp / f"a{attempt}w2" / "s.zarr", args.workers)
+                  f"  {cpu1:6.1f} CPU-s  [other processes: {other1:.1f} CPU-s]")
+            many, many_total, other2, cpu2 = timed_sweep(plan, tmp / f"a{attempt}w2" / "s.zarr", args.workers,
+                                                         args.patience)
             print(f"{args.workers} workers: {many:6.1f} s  ({many_total:6.1f} s with cluster start)"
-                  f"                 [other processes: {other2:.1f} CPU-s]")
-            print(f"speed-up: {one / many:.2f}x  ({one_total / many_total:.2f}x with cluster start)")
+                  f"                 {cpu2:6.1f} CPU-s  [other processes: {other2:.1f} CPU-s]")
+            print(f"speed-up: {one / many:.2f}x  ({one_total / many_total:.2f}x with cluster start); "
+                  f"CPU time on {args.workers} workers / on 1: {cpu2 / cpu1:.2f} (1.00: no parallel overhead)")
             clean = max(other1, other2) <= OTHER_CPU_LIMIT
             if clean:
                 break
