@@ -187,6 +187,9 @@ class Governors(Component):
         self.controls = self._controls()
         self._tops = {c.key: c.high for c in self.controls}
         self.rack_devices = np.bincount(sy.device_rack, minlength=sy.n_racks)
+        with np.errstate(invalid="ignore"):  # (a rack without devices: NaN, as the sums give)
+            self._no_rack_throttled = np.zeros(sy.n_racks) / self.rack_devices
+        self._no_rack_throttled.flags.writeable = False
         self.first_throttle = math.inf
         self.first_trip = math.inf
 
@@ -237,12 +240,14 @@ class Governors(Component):
             self.tripped |= state["rack.psu_tripped"][sy.device_rack]
         if self.first_trip == math.inf and self.tripped.any() and not was_tripped.any():
             self.first_trip = t + dt
+        n_thr = np.count_nonzero(throttled)
         state["device.throttled"] = throttled
-        state["rack.throttled"] = sy.rack_sum(sy.sled_sum(throttled.astype(float))) / self.rack_devices
+        # (no device throttled, the usual case: the rack shares are the zeros the sums would give)
+        state["rack.throttled"] = (sy.rack_sum(sy.sled_sum(throttled.astype(float))) / self.rack_devices
+                                   if n_thr else self._no_rack_throttled)
         state["rack.capped"] = capped
         state["device.clock_limit"] = self.clock
         state["device.tripped"] = self.tripped
-        n_thr = throttled.sum()
         tot.throttled_device_seconds += n_thr * dt
         if n_thr:
             self.ever_throttled |= throttled
