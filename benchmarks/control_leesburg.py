@@ -1,12 +1,16 @@
-"""The reference controllers on ``scenarios/control-leesburg.yaml`` against its fixed set-points.
+"""The reference controllers against the fixed set-points, on the Leesburg hall or the Phoenix
+design days.
 
-Runs :class:`~twin.control.controllers.Fixed` (the scenario's 32 degC facility water and 36 degC
-CDU supply, held), :class:`~twin.control.controllers.RuleBased` and, unless ``--no-mpc``,
-:class:`~twin.control.controllers.ModelPredictive` over the whole scenario (a year of hourly
-intervals) or ``--duration``, and prints facility energy, PUE, throttled device-seconds, goodput,
-the hottest die, chiller hours, the reward's cost and the CPU time of each episode (user +
-system, ``resource.getrusage``). The figures in the README's "Control API" section come from
-``python benchmarks/control_leesburg.py``.
+Runs :class:`~twin.control.controllers.Fixed` (the scenario's set-points held: 32 degC facility
+water and 36 degC CDU supply on ``scenarios/control-leesburg.yaml``),
+:class:`~twin.control.controllers.RuleBased` and, unless ``--no-mpc``,
+:class:`~twin.control.controllers.ModelPredictive` (one episode per ``--horizon``) over the whole
+scenario (a year of hourly intervals) or ``--start``/``--duration``, and prints facility energy,
+the change against fixed, PUE, throttled device-seconds, goodput, the hottest die, chiller hours,
+the reward's cost and the CPU time of each episode (user + system, ``resource.getrusage``).
+``--scenario phoenix`` runs ``scenarios/design-day-phoenix.yaml`` (two design days, 10 s steps)
+with the same two set-points offered every 5 minutes (:data:`PHOENIX_CONTROL`). The figures in
+the README's "Control API" section come from this script, with the options shown there.
 """
 
 from __future__ import annotations
@@ -17,7 +21,20 @@ from pathlib import Path
 from twin.control.controllers import Fixed, ModelPredictive, RuleBased
 from twin.control.evaluate import evaluate
 
-SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "control-leesburg.yaml"
+ROOT = Path(__file__).resolve().parents[1] / "scenarios"
+#: The Phoenix design days offered to a controller as control-leesburg.yaml offers the hall (the
+#: facility-water and CDU set-points, with the same bounds), every 5 minutes.
+PHOENIX_CONTROL = {
+    "interval": "5 min",
+    "actions": [{"control": "facility.t_facility_supply_set", "low": "20 degC", "high": "45 degC"},
+                {"control": "cdu.t_supply_set", "low": "24 degC", "high": "49 degC", "shared": True}],
+    "observations": ["facility.p_facility", "facility.p_it", "facility.p_cooling", "facility.p_chiller",
+                     "facility.economiser", "facility.t_outdoor", "facility.t_wet_bulb", "device.t_die",
+                     "device.throttled"],
+    "reward": {"energy": "0.08 USD/kWh"},
+}
+SCENARIOS = {"leesburg": (ROOT / "control-leesburg.yaml", {}),
+             "phoenix": (ROOT / "design-day-phoenix.yaml", {"control": PHOENIX_CONTROL})}
 COLUMNS = ["controller", "facility MWh", "pue", "throttled_device_seconds", "goodput", "t_die_max_degC",
            "chiller_hours", "cost", "cpu_seconds"]
 
@@ -27,10 +44,16 @@ def main() -> None:
     ap.add_argument("--duration", help="e.g. '30 d' (default: the scenario's year)")
     ap.add_argument("--start", help="e.g. 2026-07-01T00:00:00")
     ap.add_argument("--no-mpc", action="store_true", help="skip the model-predictive controller")
+    ap.add_argument("--horizon", type=int, action="append", help="model-predictive horizons [intervals] (default 6)")
+    ap.add_argument("--scenario", choices=list(SCENARIOS), default="leesburg")
     args = ap.parse_args()
     time = {k: v for k, v in (("duration", args.duration), ("start", args.start)) if v}
-    controllers = [Fixed(), RuleBased()] + ([] if args.no_mpc else [ModelPredictive()])
-    df = evaluate([SCENARIO], controllers, overrides={"time": time} if time else None)
+    path, overrides = SCENARIOS[args.scenario]
+    overrides = {**overrides, **({"time": time} if time else {})}
+    mpc = [] if args.no_mpc else [ModelPredictive(horizon=h) for h in (args.horizon or [6])]
+    for c in mpc:
+        c.name = f"model-predictive h={c.horizon}"
+    df = evaluate([path], [Fixed(), RuleBased(), *mpc], overrides=overrides or None)
     df["facility MWh"] = df.energy_facility_J / 3.6e9
     fixed = df.energy_facility_J.iloc[0]
     df["vs fixed"] = [f"{100 * (e / fixed - 1):+.2f} %" for e in df.energy_facility_J]

@@ -15,13 +15,24 @@ import pytest
 pytest.importorskip("gymnasium")
 
 from tests.conftest import SCENARIOS  # noqa: E402
-from twin.control.controllers import Fixed, ModelPredictive, RuleBased  # noqa: E402
+from twin.control.controllers import Fixed, ModelPredictive, RuleBased, response_delay  # noqa: E402
 from twin.control.evaluate import episode  # noqa: E402
 from twin.export.dataset import summary  # noqa: E402
 from twin.scenario import load_scenario  # noqa: E402
 from twin.sim.driver import Simulation  # noqa: E402
 
 CONTROL = SCENARIOS / "control-leesburg.yaml"
+#: The Phoenix design days offered to a controller as control-leesburg.yaml offers the hall:
+#: the facility-water and CDU set-points every 5 minutes (README, "Control API").
+PHOENIX_CONTROL = {
+    "interval": "5 min",
+    "actions": [{"control": "facility.t_facility_supply_set", "low": "20 degC", "high": "45 degC"},
+                {"control": "cdu.t_supply_set", "low": "24 degC", "high": "49 degC", "shared": True}],
+    "observations": ["facility.p_facility", "facility.p_it", "facility.p_cooling", "facility.p_chiller",
+                     "facility.economiser", "facility.t_outdoor", "facility.t_wet_bulb", "device.t_die",
+                     "device.throttled"],
+    "reward": {"energy": "0.08 USD/kWh"},
+}
 #: A January week: full free cooling most hours, the season where the rule lowers the water.
 WEEK = {"time": {"start": "2026-01-08T00:00:00", "duration": "7 d"}}
 #: 1e-9 relative: the fixed controller holds every control, so its episode is the plain run
@@ -71,9 +82,14 @@ class _Env:
         self.actions = [SimpleNamespace(key="facility.t_facility_supply_set", low=np.array([20.0]),
                                         high=np.array([45.0])),
                         SimpleNamespace(key="cdu.t_supply_set", low=np.array([24.0]), high=np.array([49.0]))]
+        self.loaded = SimpleNamespace(scenario=SimpleNamespace(plant=None))
+        self.held = {"facility.t_facility_supply_set": np.array([32.0]), "cdu.t_supply_set": np.array([36.0])}
 
     def hold_action(self):
-        return {"facility.t_facility_supply_set": np.array([32.0]), "cdu.t_supply_set": np.array([36.0])}
+        return {k: v.copy() for k, v in self.held.items()}
+
+    def apply(self, action):
+        self.held = {k: np.asarray(v, dtype=float) for k, v in action.items()}
 
 
 @pytest.mark.parametrize("t_die, economiser, delta", [
@@ -99,14 +115,14 @@ def test_rule_based_lowers_after_patience_of_free_cooling():
 
 
 def test_model_predictive_picks_the_best_rolled_out_return():
-    """On a two-hour window the controller's choice is, by construction, the candidate whose
+    """On a four-hour window the controller's choice is, by construction, the candidate whose
     rollout on a fork has the highest return: replaying each candidate on a fresh fork gives
     returns no better than the chosen one."""
     from twin.control import FacilityEnv
 
     env = FacilityEnv(CONTROL, overrides={"time": {"start": "2026-07-08T12:00:00", "duration": "4 h"}})
     obs, _ = env.reset()
-    mpc = ModelPredictive(offsets=(-2.0, 0.0, 2.0), horizon=2)
+    mpc = ModelPredictive(offsets=(-2.0, 0.0, 2.0), horizon=3)
     mpc.reset(env)
     chosen = mpc(obs, env)
     returns = {}
@@ -115,7 +131,78 @@ def test_model_predictive_picks_the_best_rolled_out_return():
         for k in ("facility.t_facility_supply_set", "cdu.t_supply_set"):
             action[k] = action[k] + delta
         fork = env.fork()
-        returns[delta] = sum(fork.step(action)[1] for _ in range(2))
+        returns[delta] = sum(fork.step(action)[1] for _ in range(3))
     best = max(returns.values())
     held = env.hold_action()["facility.t_facility_supply_set"][0]
     assert returns[chosen["facility.t_facility_supply_set"][0] - held] == best
+
+
+def test_rule_based_learns_the_free_cooling_boundary():
+    """Lowering from full free cooling until the chiller starts teaches the rule the offset over
+    the outdoor dry bulb below which free cooling fails (b = T − t + step at the start): it
+    jumps back above t + b + guard at once, raises ahead of a warming sink, and lowers no
+    further than that boundary (all with the dies' margin to spare)."""
+    env, rule = _Env(), RuleBased(patience=1, guard=1.0)
+    rule.reset(env)
+
+    def step(t_out, economiser):
+        obs = {"device.t_die": np.array([60.0]), "facility.economiser": np.array([economiser]),
+               "facility.t_outdoor": np.array([t_out])}
+        action = rule(obs, env)
+        env.apply(action)
+        assert action["cdu.t_supply_set"][0] - action["facility.t_facility_supply_set"][0] == 4.0
+        return float(action["facility.t_facility_supply_set"][0])
+
+    assert [step(25.0, 2.0) for _ in range(3)] == [31.0, 30.0, 29.0]  # free cooling: down a step each
+    # at 29 degC over 25 degC outdoor the chiller starts: b = 29 − 25 + 1 = 5 K, B = 25 + 5 + 1
+    assert step(25.0, 1.0) == 31.0 and rule.floor == 5.0
+    assert [step(25.0, 2.0) for _ in range(2)] == [31.0, 31.0]  # at B: no lower
+    assert step(26.0, 2.0) == 33.0  # the sink warms 1 K: B one interval on is 27 + 5 + 1
+    assert step(20.0, 2.0) == 32.0  # it cools: down a step at a time again
+
+
+@pytest.fixture(scope="module")
+def boundary_windows():
+    """Where a rule blind to the plant's mode boundary (lower a step after three free-cooling
+    intervals, raise a step while the chiller trims) lost against the fixed set-points: a
+    Leesburg July week (+0.08 %: on summer mornings the sink warmed faster than the rule
+    climbed back, and the chiller ran for hours) and the first 10 hours of the Phoenix design
+    day, night and morning (+0.57 %: lowering at night crossed the boundary and started the
+    chiller). The rule that knows the boundary measured −0.79 % and −0.88 % there."""
+    phoenix = {"time": {"duration": "10 h"}, "control": PHOENIX_CONTROL}
+    cases = {"leesburg-july": (CONTROL, {"time": {"start": "2026-07-08T00:00:00", "duration": "7 d"}}),
+             "phoenix-night": (SCENARIOS / "design-day-phoenix.yaml", phoenix)}
+    return {name: {c.name: episode(path, c, overrides=over) for c in (Fixed(), RuleBased())}
+            for name, (path, over) in cases.items()}
+
+
+@pytest.mark.parametrize("case", ["leesburg-july", "phoenix-night"])
+def test_rule_based_is_not_worse_than_fixed_where_the_chiller_boundary_matters(boundary_windows, case):
+    """KPI level, by simulation: facility energy and cost no higher than the fixed set-points',
+    no more throttled device-seconds, no lost work."""
+    fixed, rule = boundary_windows[case]["fixed"], boundary_windows[case]["rule-based"]
+    assert rule["energy_facility_J"] <= fixed["energy_facility_J"]
+    assert rule["cost"] <= fixed["cost"]
+    assert rule["throttled_device_seconds"] <= fixed["throttled_device_seconds"]
+    assert rule["goodput"] >= fixed["goodput"] - 1e-12
+
+
+def test_model_predictive_horizon_must_reach_the_it_response():
+    """At one-hour thermal steps a set-point change reaches the IT power in the third interval
+    (facility water in the first, CDU supply and dies in the second, leakage in the third): the
+    delay is measured on forks, a raise then costs IT energy (leakage), and a horizon that
+    does not reach it is refused."""
+    from twin.control import FacilityEnv
+    from twin.control.controllers import WATER_KEYS, _shifted, _water
+
+    env = FacilityEnv(CONTROL, overrides={"time": {"start": "2026-01-08T00:00:00", "duration": "12 h"}})
+    env.reset()
+    actions = _water(env, WATER_KEYS)
+    assert response_delay(env, actions, 1.0, 5) == 2
+    hold, raised = env.fork(), env.fork()
+    it = [(hold.step(env.hold_action())[4]["energy_it_J"], raised.step(_shifted(env, actions, 1.0))[4]["energy_it_J"])
+          for _ in range(3)]
+    assert it[0][0] == it[0][1] and it[1][0] == it[1][1] and it[2][1] > it[2][0]
+    with pytest.raises(ValueError, match="horizon of 2 control intervals.*at least 3"):
+        ModelPredictive(horizon=2).reset(env)
+    ModelPredictive(horizon=3).reset(env)
