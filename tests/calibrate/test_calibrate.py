@@ -45,7 +45,8 @@ def test_recovery_residuals_fall_to_the_noise(recovery):
 
 def test_held_out_samples_inside_the_band_about_ninety_percent(recovery):
     """The calibrated twin's p5–p95 band (fitted parameters' covariance carried through the twin
-    plus the fit's residual RMS) holds ~90 % of the held-out measurements. The truth is the twin
+    plus the fit's residual model, twin.calibrate.residual) holds ~90 % of the held-out
+    measurements. The truth is the twin
     itself with Gaussian noise, so the band is honest exactly when its coverage is 0.90; over the
     hold-out's 144 samples per quantity the binomial spread of a 90 % share is √(0.9·0.1/144) =
     2.5 points, and ±7.5 points (3 spreads) fails a band that is too narrow or too wide by a
@@ -103,6 +104,12 @@ def test_overlay_is_a_catalogue_overlay_a_scenario_includes(recovery, tmp_path):
     assert residual.kinds == ["a100-pcie"]
     assert residual.power == pytest.approx(rms["power_W"], rel=1e-5)
     assert residual.temperature == pytest.approx(rms["temperature_K"], rel=1e-5)
+    # The band model the ensemble's p_measured uses is the one the report's coverage used.
+    model = recovery["report"]["residual"]
+    for q in ("power", "temperature"):
+        for c in ("idle", "active"):
+            assert residual.bands[q].scale[c] == pytest.approx(model[q]["scale"][c], rel=1e-5)
+            assert residual.bands[q].dof[c] == pytest.approx(model[q]["dof"][c], rel=1e-5)
     assert [p.path for p in loaded.scenario.calibration.parameters] == FIT
 
 
@@ -137,9 +144,11 @@ def test_biohpc_held_out_rmse_falls_against_the_catalogue(tmp_path):
     assert abs(hold["ratio"]["power"]["after"] - 1) < abs(hold["ratio"]["power"]["before"] - 1)
     assert hold["ratio"]["power"]["after"] == pytest.approx(1.0, abs=0.10), hold["ratio"]
     assert hold["ratio"]["temperature"]["after"] == pytest.approx(1.0, abs=0.10), hold["ratio"]
-    # The p5–p95 band holds 90 % of the held-out hours' power and 79 % of their temperatures
-    # (the week's inlet drifts; hour-to-hour correlated residuals make a week's share vary more
-    # than a binomial's): at least 80 % and 70 %, and power at most 97 % (a band that wide says
-    # less than the data allow).
-    assert 0.80 <= hold["coverage_p5_p95"]["power"] <= 0.97, hold["coverage_p5_p95"]
-    assert hold["coverage_p5_p95"]["temperature"] >= 0.70, hold["coverage_p5_p95"]
+    # The p5–p95 band (twin.calibrate.residual: per activity class, drift and Student's t terms)
+    # holds 92 % of the held-out hours' power and 79 % of their temperatures. A nominal 90 % band's
+    # share over one week varies with the week's effective sample size, not its 168 hours: hourly
+    # residuals with ρ₁ ≈ 0.8 leave n_eff ≈ 168·0.2/1.8 ≈ 19, so the share's standard deviation is
+    # √(0.9·0.1/19) ≈ 7 points. 75 % is two of them below nominal; above 98 % the band would be so
+    # wide that it says less than the data allow.
+    for q in ("power", "temperature"):
+        assert 0.75 <= hold["coverage_p5_p95"][q] <= 0.98, hold["coverage_p5_p95"]

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import twin
 from tests.calibrate.helpers import DEVICE, INTERVAL, TRUTH, base_data, dump
-from twin.calibrate.ensemble import mixture_quantiles
+from twin.calibrate.ensemble import measured_quantiles
 from twin.cli import app
 
 #: Fits of a few dozen twin runs (with, here, a Dask ensemble or a Prometheus) take minutes on a
@@ -93,7 +93,7 @@ def test_band_of_the_fitted_figures_covers_the_truth(ensemble, recovery):
 
 
 def test_measured_band_holds_ninety_percent_of_the_held_out_samples(ensemble, recovery):
-    """``p_measured`` and ``t_die_measured``: the members spread by the calibration's residual RMS.
+    """``p_measured`` and ``t_die_measured``: the members spread by the calibration's residual.
     The telemetry is the twin itself plus Gaussian noise, so an honest band holds 90 % of the
     held-out samples; over 144 samples the binomial spread is 2.5 points, and ±7.5 points fails a
     band a quarter too narrow or too wide (0.78, 0.96). The members' own band (the figures'
@@ -110,18 +110,23 @@ def test_measured_band_holds_ninety_percent_of_the_held_out_samples(ensemble, re
         assert float(((meas >= lo_m) & (meas <= hi_m)).mean()) < 0.5, own
 
 
-def test_mixture_quantiles_closed_forms():
-    """Identical members: the residual's own normal band m ± 1.645 s. Normal members N(0, 1)
-    spread by s = 1: N(0, 2), band ±1.645·√2 (20,000 members: quantile error ~0.02)."""
+def test_measured_quantiles_closed_forms():
+    """Identical members: the residual's own band m ± G⁻¹(0.95)·s (normal: 1.645 s; Student's t
+    with ν = 4: 2.132 s). Normal members N(0, 1) spread by s = 1: N(0, 2), band ±1.645·√2
+    (20,000 members: quantile error ~0.02). Per-device scales and degrees of freedom broadcast."""
     q = np.array([0.05, 0.5, 0.95])
     Z = 1.6448536269514722  # the standard normal's 95th percentile
-    same = mixture_quantiles(np.full((32, 3, 1), 10.0), 2.0, q)[:, 0, 0]
+    T4 = 2.1318467813362907  # Student's t, ν = 4
+    same = measured_quantiles(np.full((32, 3, 1), 10.0), 2.0, None, q)[:, 0, 0]
     assert same == pytest.approx([10 - Z * 2, 10.0, 10 + Z * 2], abs=1e-9)
-    normal = mixture_quantiles(np.random.default_rng(0).normal(0.0, 1.0, (20_000, 1)), 1.0, q)[:, 0]
+    normal = measured_quantiles(np.random.default_rng(0).normal(0.0, 1.0, (20_000, 1)), 1.0, None, q)[:, 0]
     assert normal == pytest.approx([-Z * 2 ** 0.5, 0.0, Z * 2 ** 0.5], abs=0.05)
+    per = measured_quantiles(np.full((8, 2, 2), 5.0), np.array([1.0, 3.0]), np.array([4.0, 1e12]), q)
+    assert per[:, 1, 0] == pytest.approx([5 - T4, 5, 5 + T4], abs=1e-6)
+    assert per[:, 1, 1] == pytest.approx([5 - 3 * Z, 5, 5 + 3 * Z], abs=1e-6)
     # A member without a value is left out; no member with one gives NaN.
-    assert mixture_quantiles(np.array([[1.0], [np.nan]]), 1.0, q)[:, 0] == pytest.approx([1 - Z, 1.0, 1 + Z])
-    assert np.isnan(mixture_quantiles(np.full((2, 1), np.nan), 1.0, q)).all()
+    assert measured_quantiles(np.array([[1.0], [np.nan]]), 1.0, None, q)[:, 0] == pytest.approx([1 - Z, 1.0, 1 + Z])
+    assert np.isnan(measured_quantiles(np.full((2, 1), np.nan), 1.0, None, q)).all()
 
 
 def test_member_power_band_follows_the_fitted_uncertainty(ensemble):

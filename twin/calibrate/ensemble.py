@@ -13,8 +13,9 @@ sampled power or resistance stays physical.
 The members' band is the figures' band. A measurement also carries what no figure explains (the
 calibration's residual RMS: jobs the utilisation does not describe, sensor noise), so for the
 devices of the calibrated chip kinds the result also holds ``p_measured`` and ``t_die_measured``:
-the quantiles of the members' values each spread by the residual (:func:`mixture_quantiles`),
-the band a measurement of the site falls in. Member ``k`` is the scenario with its draws as
+the band a measurement of the site falls in (:func:`measured_quantiles`: the members' mean ±
+Student's t quantile × √(members' variance + residual scale²), per activity class — the band
+whose coverage ``twin calibrate`` reports). Member ``k`` is the scenario with its draws as
 overrides (catalogue figures merged field by field; site temperatures; CDU setpoints), run on
 Dask by the sweep machinery (:func:`twin.sweep.run.run_variant`, one Zarr store per member);
 the result keeps, for every recorded variable of every group and every KPI, the 5th, 50th and
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import warnings
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,9 +43,8 @@ QUANTILES = (0.05, 0.5, 0.95)
 GROUPS = ("facility", "cdu", "rack", "sled", "device", "job")
 #: Device variables a calibration's residual spreads: variable → (result variable, residual field).
 MEASURED = {"p": ("p_measured", "power"), "t_die": ("t_die_measured", "temperature")}
-#: Bisection steps of :func:`mixture_quantiles`: the bracket (members' range + 12 s) shrinks by
-#: 2^-50, far below a sensor's resolution.
-BISECTION_STEPS = 50
+#: Devices per chunk of the measured band (bounds the temporaries on large halls).
+CHUNK_DEVICES = 256
 
 
 @dataclass
@@ -276,57 +277,51 @@ def quantiles(stack: np.ndarray, q: np.ndarray) -> np.ndarray:
         return np.nanquantile(stack, q, axis=0)
 
 
-def mixture_quantiles(members: np.ndarray, s: float, q: np.ndarray) -> np.ndarray:
-    """Quantiles of the members' values, each spread by a normal residual of scale ``s``.
+def measured_quantiles(members: np.ndarray, s, dof, q: np.ndarray) -> np.ndarray:
+    """Quantiles of a measurement from the members' values and the calibration's residual.
 
     Parameters
     ----------
-    members : ndarray, shape (K, ...)
+    members : ndarray, shape (K, ..., devices)
         One value per member (NaN: the member has none).
-    s : float
-        Residual standard deviation, in the values' unit (> 0).
+    s, dof : float or ndarray broadcastable to ``members.shape[1:]``
+        The residual's scale (the values' unit) and degrees of freedom (None: a normal residual).
     q : ndarray, shape (Q,)
-        Quantiles, 0..1.
 
     Returns
     -------
-    ndarray, shape (Q, ...)
-
-    Notes
-    -----
-    A measurement is a member's value plus a residual ε ~ N(0, s²), each member equally likely,
-    so its distribution is the mixture F(x) = (1/K) Σ_k Φ((x − m_k)/s). F is increasing; each
-    quantile solves F(x) = q by bisection on [min m − 6s, max m + 6s], which holds every
-    quantile between Φ(−6) and 1 − Φ(−6).
+    ndarray, shape (Q, ..., devices)
+        The band of :func:`twin.calibrate.residual.band_quantiles` around the members' mean, with
+        the members' variance as the figures' share — the calibrated twin's band of
+        ``twin calibrate``'s coverage, where that share is jᵀCj. Vectorised, in chunks of
+        :data:`CHUNK_DEVICES` devices; NaN where no member has a value.
     """
-    from scipy.special import ndtr
+    from twin.calibrate.residual import band_quantiles
 
     m = np.asarray(members, dtype=float)
-    valid = np.isfinite(m)
-    n = valid.sum(axis=0)
-    filled = np.where(valid, m, 0.0)
-    with np.errstate(all="ignore"):
-        lo = np.where(valid, m, np.inf).min(axis=0) - 6.0 * s
-        hi = np.where(valid, m, -np.inf).max(axis=0) + 6.0 * s
-    none = n == 0
-    lo, hi = np.where(none, 0.0, lo), np.where(none, 0.0, hi)
-    count = np.maximum(n, 1)
-    out = np.empty((len(q), *m.shape[1:]))
-    for i, qi in enumerate(q):
-        a, b = lo.copy(), hi.copy()
-        for _ in range(BISECTION_STEPS):
-            x = 0.5 * (a + b)
-            F = np.where(valid, ndtr((x - filled) / s), 0.0).sum(axis=0) / count
-            below = F < qi
-            a = np.where(below, x, a)
-            b = np.where(below, b, x)
-        out[i] = 0.5 * (a + b)
-    out[:, none] = np.nan
+    out = np.full((len(q), *m.shape[1:]), np.nan)
+    s = np.broadcast_to(np.asarray(s, dtype=float), m.shape[1:])
+    dof = None if dof is None else np.broadcast_to(np.asarray(dof, dtype=float), m.shape[1:])
+    for c0 in range(0, m.shape[-1], CHUNK_DEVICES):
+        sl = (..., slice(c0, c0 + CHUNK_DEVICES))
+        mc = m[sl]
+        n = np.isfinite(mc).sum(axis=0)
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: NaN, as documented
+            centre = np.nanmean(mc, axis=0)
+            var = np.where(n > 1, np.nanvar(mc, axis=0, ddof=1), 0.0)
+        out[sl] = band_quantiles(centre, var, s[sl], None if dof is None else dof[sl], q)
     return out
 
 
 def _measured_bands(loaded, first, stacks: dict, q: np.ndarray) -> dict:
-    """``p_measured`` and ``t_die_measured`` of the calibrated kinds' devices (see the module)."""
+    """``p_measured`` and ``t_die_measured`` of the calibrated kinds' devices (see the module).
+
+    With the calibration's band model (``residual.bands``) each sample is spread by its activity
+    class's scale and degrees of freedom (Student's t; the class from the members' demanded
+    utilisation ``u``: active where any member's is above 0, every sample when ``u`` is not
+    recorded); without it, by the residual RMS as a normal.
+    """
     record = loaded.scenario.calibration
     residual = record.residual if record is not None else None
     if residual is None or "kind" not in first.coords:
@@ -335,15 +330,28 @@ def _measured_bands(loaded, first, stacks: dict, q: np.ndarray) -> dict:
     cols = np.isin(kinds, residual.kinds) if residual.kinds else np.ones(kinds.size, dtype=bool)
     out = {}
     for name, (new, field_name) in MEASURED.items():
-        s = float(getattr(residual, field_name))
-        if name not in stacks or not cols.any() or s <= 0 or first[name].dims[-1] != "device":
+        rms = float(getattr(residual, field_name))
+        if name not in stacks or not cols.any() or first[name].dims[-1] != "device":
             continue
-        stack = stacks[name]
-        qs = np.full((q.size, *stack.shape[1:]), np.nan)
-        qs[..., cols] = mixture_quantiles(stack[..., cols], s, q)
+        stack = stacks[name][..., cols]
+        band = residual.bands.get(field_name)
+        if band is not None:
+            u = stacks.get("u")
+            active = (u[..., cols] > 0).any(axis=0) if u is not None and u.shape == stacks[name].shape \
+                else np.ones(stack.shape[1:], dtype=bool)
+            s = np.where(active, band.scale["active"], band.scale["idle"])
+            dof = np.where(active, band.dof["active"], band.dof["idle"])
+            what = (f"the calibration's residual (idle {band.scale['idle']:.3g}, active "
+                    f"{band.scale['active']:.3g} {first[name].attrs.get('units', '')}, Student's t)")
+        else:
+            s, dof = rms, None
+            what = f"the calibration's residual RMS ({rms:.3g} {first[name].attrs.get('units', '')})"
+        if not (np.all(s > 0) and np.all(np.isfinite(s))):
+            continue
+        qs = np.full((q.size, *stacks[name].shape[1:]), np.nan)
+        qs[..., cols] = measured_quantiles(stack, s, dof, q)
         attrs = dict(first[name].attrs)
-        attrs["long_name"] = (f"{attrs.get('long_name', name)} as measured: the members spread by the "
-                              f"calibration's residual RMS ({s:.3g} {attrs.get('units', '')})").replace(" )", ")")
+        attrs["long_name"] = f"{attrs.get('long_name', name)} as measured: the members spread by {what}".replace(" )", ")")
         out[new] = (("quantile", *first[name].dims), qs, attrs)
     return out
 
@@ -370,7 +378,7 @@ def combine(loaded, stores: list[Path], unc: Uncertain, draws: np.ndarray, seed:
             stack = np.stack([m[name].values.astype(float) for m in members])
             qs = quantiles(stack, q)
             data[name] = (("quantile", *var.dims), qs, dict(var.attrs))
-            if g == "device" and name in MEASURED:
+            if g == "device" and (name in MEASURED or name == "u"):
                 stacks[name] = stack
         if g == "device":
             data.update(_measured_bands(loaded, first, stacks, q))

@@ -37,6 +37,7 @@ from scipy.optimize import least_squares
 
 from twin.calibrate.model import TwinModel
 from twin.calibrate.params import Parameter
+from twin.calibrate.residual import ResidualModel, active_samples, band_quantiles, fit_residual
 
 #: Robust loss and its scale in units of the noise scale (soft_l1: ρ(z) = 2(√(1+z) − 1)).
 LOSS = "soft_l1"
@@ -80,6 +81,8 @@ class CalibrationResult:
     noise: dict[str, float]  # residual scale per quantity [W, K]
     #: Root mean square of the fit window's residuals at the solution, per quantity [W, K].
     residual_rms: dict[str, float]
+    #: What the twin does not explain, per quantity (see :mod:`twin.calibrate.residual`).
+    residual: dict[str, ResidualModel]
     windows: dict[str, tuple[pd.Timestamp, pd.Timestamp]]
     scores: dict[str, Scores] = field(default_factory=dict)
     kinds: list[str] = field(default_factory=list)  # chip kind of each measured device
@@ -113,7 +116,7 @@ def _steps(params: list[Parameter], theta: np.ndarray) -> np.ndarray:
 
 
 def scores(model: TwinModel, before: np.ndarray, after: np.ndarray, start, end, *,
-           cov: np.ndarray | None = None, residual: dict[str, float] | None = None) -> Scores:
+           cov: np.ndarray | None = None, residual: dict[str, ResidualModel] | None = None) -> Scores:
     """RMSE, MAPE and mean ratio of the twin with ``before`` and ``after`` parameters on
     ``[start, end)``, and the coverage of the calibrated twin's p5–p95 band.
 
@@ -122,15 +125,16 @@ def scores(model: TwinModel, before: np.ndarray, after: np.ndarray, start, end, 
     cov : ndarray, shape (P, P), optional
         Covariance of the fitted parameters (SI), as an ensemble samples them.
     residual : dict, optional
-        What the twin does not explain: the fit window's residual RMS per quantity [W, K].
+        What the twin does not explain, per quantity (:func:`~twin.calibrate.residual.fit_residual`
+        of the fit window).
 
     Notes
     -----
-    The band of a sample i is ŷᵢ ± z₀.₉₅·√(jᵢᵀ C jᵢ + s_q²): the parameters' covariance C carried
+    The band of a sample i is ŷᵢ ± t₀.₉₅(ν)·√(jᵢᵀ C jᵢ + sᵢ²): the parameters' covariance C carried
     through the twin to first order (jᵢ = ∂ŷᵢ/∂θ by forward differences, all in the same run as
-    ŷ), plus the residual variance s_q² of quantity q, which no parameter draw produces (hourly
-    means of jobs the utilisation does not describe, sensor noise). ``coverage`` is the share of
-    measured samples inside it: 0.90 when the band is honest.
+    ŷ), plus the residual's scale sᵢ and degrees of freedom ν for the sample's activity class,
+    which no parameter draw produces (see :mod:`twin.calibrate.residual`). ``coverage`` is the
+    share of measured samples inside it: 0.90 when the band is honest.
     """
     P = len(model.params)
     rows = [before, after]
@@ -140,6 +144,7 @@ def scores(model: TwinModel, before: np.ndarray, after: np.ndarray, start, end, 
         rows += [after + h[k] * np.eye(P)[k] for k in range(P)]
     pred = model.predict(np.vstack(rows), start, end)
     meas = model.tele.arrays(start, end)
+    active = active_samples(meas["utilisation"])
     out = Scores({}, {}, {})
     for q, arr in (("power", pred.power), ("temperature", pred.temperature)):
         n, rb, mb = _metrics(arr[0], meas[q])
@@ -150,11 +155,12 @@ def scores(model: TwinModel, before: np.ndarray, after: np.ndarray, start, end, 
         out.ratio[q] = {"before": _ratio(arr[0], meas[q]), "after": _ratio(arr[1], meas[q])}
         if band:
             J = (arr[2:] - arr[1][None]) / h[:, None, None]  # (P, times, devices)
-            out.coverage[q] = band_coverage(meas[q], arr[1], J, cov, residual[q])
+            out.coverage[q] = band_coverage(meas[q], arr[1], J, cov, residual[q], active)
     return out
 
 
-def band_coverage(meas: np.ndarray, pred: np.ndarray, J: np.ndarray, cov: np.ndarray, s: float) -> float:
+def band_coverage(meas: np.ndarray, pred: np.ndarray, J: np.ndarray, cov: np.ndarray,
+                  residual: ResidualModel | float, active: np.ndarray | None = None) -> float:
     """Share of measured samples inside the prediction's p5–p95 band [1].
 
     Parameters
@@ -165,24 +171,32 @@ def band_coverage(meas: np.ndarray, pred: np.ndarray, J: np.ndarray, cov: np.nda
         ∂pred/∂θ per parameter.
     cov : ndarray, shape (P, P)
         Parameter covariance.
-    s : float
-        Residual RMS (same unit as the values).
+    residual : ResidualModel or float
+        The residual's model, or a normal residual's standard deviation (same unit as the values).
+    active : ndarray of bool, optional
+        Whether each sample's device ran anything (the residual's class; default all).
 
     Returns
     -------
     float
-        The share of samples with |meas − pred| ≤ z₀.₉₅·√(jᵀ C j + s²); NaN when no sample has
-        both values, or when the band is undefined (a parameter without a finite σ: the fit
+        The share of samples inside :func:`~twin.calibrate.residual.band_quantiles`' p5–p95
+        band, pred ± t₀.₉₅(ν)·√(jᵀ C j + s²); NaN when no sample
+        has both values, or when the band is undefined (a parameter without a finite σ: the fit
         could not pin it down).
     """
     ok = ~np.isnan(meas) & ~np.isnan(pred)
     if not ok.any():
         return math.nan
+    if isinstance(residual, ResidualModel):
+        s, dof = residual.arrays(np.ones(meas.shape, dtype=bool) if active is None else active)
+    else:
+        s, dof = float(residual), None
     with np.errstate(invalid="ignore"):
-        var = np.einsum("k...,kl,l...->...", J, cov, J) + s ** 2
+        var = np.einsum("k...,kl,l...->...", J, cov, J)
     if not np.isfinite(var[ok]).all():
         return math.nan
-    inside = np.abs(meas - pred) <= Z90 * np.sqrt(np.maximum(var, 0.0))
+    lo, hi = band_quantiles(pred, var, s, dof, (0.05, 0.95))
+    inside = (meas >= lo) & (meas <= hi)
     return float(inside[ok].mean())
 
 
@@ -380,17 +394,19 @@ def calibrate(model: TwinModel, fit_window, holdout_window=None, *, n_bootstrap:
     windows = {"fit": tuple(fit_window)}
     if holdout_window is not None:
         windows["holdout"] = tuple(holdout_window)
-    r = obj._raw(z)[0]
+    r, _, pred = obj._raw(z)
     residual_rms = {q: float(np.sqrt(np.mean(part * part))) if part.size else math.nan
                     for q, part in (("power", r[:n_power]), ("temperature", r[n_power:]))}
+    active = active_samples(model.tele.arrays(*fit_window)["utilisation"])
+    residual = {q: fit_residual(getattr(pred, q)[0] - obj.meas[q], active) for q in ("power", "temperature")}
     result = CalibrationResult(model.params, value, sigma, sig_j, sig_b, corr, dict(obj.noise), residual_rms,
-                               windows, status=str(second.message))
+                               residual, windows, status=str(second.message))
     result.kinds = [str(model.subset_kinds[c]) for c in model.columns]
     with np.errstate(invalid="ignore"):  # a σ that is not finite leaves the band undefined (NaN)
         cov = corr * np.outer(sigma, sigma)
     for name, (a, b) in windows.items():
         say(f"scoring the {name} window")
-        result.scores[name] = scores(model, prior, value, a, b, cov=cov, residual=residual_rms)
+        result.scores[name] = scores(model, prior, value, a, b, cov=cov, residual=residual)
     result.runs = model.runs
     result.nfev = obj.nfev
     return result

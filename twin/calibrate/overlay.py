@@ -72,6 +72,10 @@ def overlay_data(result: CalibrationResult, loaded, source: str) -> dict:
         out["calibration"]["residual"] = {"power": float(f"{rms['power']:.6g}"),
                                           "temperature": float(f"{rms['temperature']:.6g}"),
                                           "kinds": sorted(set(result.kinds))}
+        bands = {q: m.record() for q, m in result.residual.items()
+                 if all(math.isfinite(m.scale[c]) and math.isfinite(m.dof[c]) for c in m.scale)}
+        if len(bands) == 2:
+            out["calibration"]["residual"]["bands"] = bands
     return out
 
 
@@ -120,6 +124,11 @@ def report_data(result: CalibrationResult, loaded, source: str, notes: list[str]
         "noise": {"power_W": result.noise["power"], "temperature_K": result.noise["temperature"]},
         "residual_rms": {"power_W": _num(result.residual_rms["power"]),
                          "temperature_K": _num(result.residual_rms["temperature"])},
+        "residual": {q: {"rms": _num(m.rms), "lag1_autocorrelation": _num(m.rho),
+                         "level_shift_variance": _num(m.shift),
+                         "scale": {c: _num(v) for c, v in m.scale.items()},
+                         "dof": {c: _num(v) for c, v in m.dof.items()}, "count": dict(m.counts)}
+                     for q, m in result.residual.items()},
         "runs": result.runs,
         "status": result.status,
         "notes": list(notes),

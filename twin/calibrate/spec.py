@@ -145,12 +145,30 @@ class ParameterEstimate(_Strict):
     units: str = ""
 
 
+class ResidualBand(_Strict):
+    """The residual of one quantity per activity class (``idle``, ``active``): the scale of a
+    measurement around the twin (SI) and its degrees of freedom (see twin.calibrate.residual)."""
+
+    scale: dict[Literal["idle", "active"], Annotated[float, Field(ge=0.0)]]
+    dof: dict[Literal["idle", "active"], Annotated[float, Field(gt=0.0)]]
+
+    @model_validator(mode="after")
+    def _both(self):
+        for name in ("scale", "dof"):
+            missing = {"idle", "active"} - set(getattr(self, name))
+            if missing:
+                raise ValueError(f"{name}: give both 'idle' and 'active' (missing {', '.join(sorted(missing))})")
+        return self
+
+
 class ResidualRecord(_Strict):
-    """What the calibrated twin does not explain: the fit window's residual RMS (SI)."""
+    """What the calibrated twin does not explain: the fit window's residual RMS (SI) and, per
+    quantity, the band model a measurement falls in."""
 
     power: Annotated[float, Field(ge=0.0)]  # [W]
     temperature: Annotated[float, Field(ge=0.0)]  # [K]
     kinds: list[str] = []  # chip kinds of the measured devices
+    bands: dict[Literal["power", "temperature"], ResidualBand] = {}
 
 
 class CalibrationRecord(_Strict):
