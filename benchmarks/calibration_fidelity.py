@@ -30,7 +30,8 @@ WINDOWS = {
         "same server, calibrated on 2025-04-12..04-19, held out 04-19..04-26",
         ("2025-04-12", "2025-04-19"), ("2025-04-19", "2025-04-26"),
         "RMSE after < 0.8 × before (power), < 0.5 × (temperature); mean ratio after ±10 %; hold-out "
-        "coverage 80–98 % (power), ≥ 70 % (temperature) (`tests/calibrate/test_calibrate.py::"
+        "coverage 75–98 % for both (a week of hourly residuals with ρ₁ ≈ 0.8 is ~19 independent "
+        "samples: ±7 points is one standard deviation of a 90 % share) (`tests/calibrate/test_calibrate.py::"
         "test_biohpc_held_out_rmse_falls_against_the_catalogue`)",
         "as above"),
     "april-may": (

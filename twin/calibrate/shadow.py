@@ -193,10 +193,11 @@ class ShadowRun:
         end = _unix(self.start) + (k + 1) * self.interval
         rows = to_si(interval_means(self.url, self.spec, self.metrics, end, self.interval), self.spec, self.url)
         out = {q: np.full(len(self.ids), np.nan) for q in ("power", "temperature", "utilisation", "clock")}
-        pos = {i: j for j, i in enumerate(self.ids)}
-        for r in rows.itertuples():
-            if r.id in pos and r.quantity in out:
-                out[r.quantity][pos[r.id]] = r.value
+        pos = pd.Index(self.ids).get_indexer(rows["id"])  # −1: an id the scenario does not map
+        quantity, value = rows["quantity"].to_numpy(), rows["value"].to_numpy(dtype=float)
+        for q, arr in out.items():  # one scatter per quantity, no loop over devices
+            sel = (quantity == q) & (pos >= 0)
+            arr[pos[sel]] = value[sel]
         return out
 
     def step(self, k: int) -> None:

@@ -138,12 +138,12 @@ class Telemetry:
         times = self.grid(start, end)
         devices = list(devices or self.devices)
         out = {q: np.full((times.size, len(devices)), np.nan) for q in QUANTITIES}
-        for j, dev in enumerate(devices):
-            if dev not in self.data.index.get_level_values("device"):
-                continue
-            block = self.data.xs(dev, level="device").reindex(times)
-            for q in QUANTITIES:
-                out[q][:, j] = block[q].to_numpy(dtype=float)
+        # One scatter per quantity (no loop over devices): each row's interval and device column.
+        row_time = times.get_indexer(self.data.index.get_level_values("time"))
+        row_dev = pd.Index(devices).get_indexer(self.data.index.get_level_values("device"))
+        keep = (row_time >= 0) & (row_dev >= 0)
+        for q in QUANTITIES:
+            out[q][row_time[keep], row_dev[keep]] = self.data[q].to_numpy(dtype=float)[keep]
         return out
 
     def restricted(self, start, end) -> "Telemetry":
