@@ -35,11 +35,15 @@ WINDOWS = {
         "test_biohpc_held_out_rmse_falls_against_the_catalogue`)",
         "as above"),
     "april-may": (
-        "same server, calibrated on 2025-04-12..05-03, held out 05-03..05-24 (the shipped overlay's windows)",
+        "hourly GPU power and die temperature of one A100 PCIe server (BioHPC cbsugpu07), calibrated on "
+        "2025-04-12..05-03, held out 05-03..05-24: the windows of the shipped overlay "
+        "`scenarios/overlays/a100-fitted.yaml`",
         ("2025-04-12", "2025-05-03"), ("2025-05-03", "2025-05-24"),
         "figures ±5 % (`tests/calibrate/test_fidelity_windows.py`, slow)",
-        "the hold-out weeks' jobs were steadier than the fit weeks' (power residual 8.9 W against "
-        "16.7 W), and the room warmer (the twin runs cool)"),
+        "the GPU's own power and temperature control inside an hour (the twin sees hourly means); what "
+        "the jobs were (one `busy` level for every job); the host's share of the server's air. The "
+        "hold-out weeks' jobs were steadier than the fit weeks' (power residual 8.9 W against 16.7 W: "
+        "the band is wide there) and the room warmer (the twin runs 4 % cool: too narrow)"),
     "january": (
         "same server, calibrated on 2025-01-18..02-08, held out 02-08..03-01",
         ("2025-01-18", "2025-02-08"), ("2025-02-08", "2025-03-01"),
