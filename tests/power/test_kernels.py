@@ -83,7 +83,23 @@ def test_governors_match_reference(chip):
     assert (capped[1] <= power).all() and (capped[1] < power).any()  # a lower limit, a lower clock
 
 
-@pytest.mark.parametrize("case", ["quickstart-events", "hall-1k"])  # faults, throttling; jobs, a plant
+def test_govern_writes_new_arrays_and_leaves_its_inputs_alone(chip):
+    """The governors keep the previous step's trips to tell a first trip: a kernel that wrote
+    its trips into (or returned) the array it was given would hide it."""
+    u, clock, on, t_die, _ = _inputs(chip, 10, 7)
+    tripped = ~on
+    for kernel in (NumpyKernel(chip), NumbaKernel(chip)):
+        before = (tripped.copy(), clock.copy(), t_die.copy())
+        out = kernel.govern(u, t_die, clock, tripped, 1.0)
+        for given, kept in zip((tripped, clock, t_die), before):
+            np.testing.assert_array_equal(given, kept)
+        for a in out:
+            assert not any(np.shares_memory(a, x) for x in (tripped, clock, t_die, u)), type(kernel).__name__
+        assert (out[3] & ~tripped).any()  # new trips this step, only in the output
+
+
+#: faults and throttling; jobs and a plant; shutdown trips (first-trip time, devices tripped)
+@pytest.mark.parametrize("case", ["quickstart-events", "hall-1k", "cdu-pump-trip"])
 def test_run_matches_reference(case):
     from tests.sim.test_kpi_regression import CASES
     from twin.export.dataset import summary
@@ -97,6 +113,8 @@ def test_run_matches_reference(case):
         sim.run()
         out[kernel] = (summary(sim), sim.t_die.copy())
     (ref, t_ref), (got, t_got) = out["numpy"], out["numba"]
+    if case == "cdu-pump-trip":  # the trips happen, at the same step in both kernels
+        assert ref["devices_tripped"] > 0 and got["time_to_first_trip_s"] == ref["time_to_first_trip_s"]
     np.testing.assert_allclose(t_got, t_ref, rtol=0.0, atol=RUN_T_ATOL)
     for key, value in ref.items():
         if isinstance(value, str):

@@ -126,3 +126,25 @@ def test_cdu_pump_trip_scenarios():
     sim, tree, kpi = results["cdu-pump-trip-failover"]
     assert kpi["devices_tripped"] == 0 and sim.totals.t_die_max < 100.0
     assert tree["job"]["state"].values[-1, 0] in (1, 2)
+
+
+def test_devices_tripped_by_a_pump_trip_restart_once_the_pumps_are_back():
+    """Both duty pumps down for 4 min at full load: the chips trip at their shutdown point; the
+    pumps back, the dies cool and the devices restart below their throttle point (before: off
+    for the rest of the run, whatever the cooling did)."""
+    over = {"time": {"duration": "10 min"}, "workload": FULL_LOAD,
+            "events": [{"at": "60 s", "kind": "cdu_pump_trip", "target": "cdu-1", "count": 2,
+                        "duration": "4 min"}],
+            "record": {"device": "1 s", "rack": "off", "sled": "off"}}
+    sim, tree = _run(over)
+    kpi = summary(sim)
+    dev = tree["device"].to_dataset()
+    p, t_die, chip = dev["p"].values, dev["t_die"].values, sim.system.chip
+    assert kpi["devices_tripped"] > 0 and 0 < kpi["time_to_first_trip_s"] < 240
+    off_during = (p[60:300] == 0).any(axis=0)  # off at some time while the pumps are down
+    assert off_during.sum() == kpi["devices_tripped"]
+    # After the pumps are back every device is on again, drawing at least its idle power, and
+    # every die is below its throttle point.
+    assert not sim.governors.tripped.any()
+    assert (p[-30:] >= chip["p_idle"]).all()
+    assert (t_die[-30:] < chip["t_throttle"]).all()

@@ -127,6 +127,15 @@ for _case in ("trn2-training", "trn3-training"):
     CHANGED[_case] += ("; the job's collectives come from the fabric (a ~160B model's ZeRO-3 all-gathers and "
                        "reduce-scatter, 477 GB per chip per iteration, on the UltraServer's scale-up fabric) "
                        "instead of a fixed 25 % of the iteration")
+_RECHARGE = ("the UPS battery recharges after an outage at the catalogue's battery_charge_power, drawn "
+             "from the utility (new facility.p_ups_battery_charge and facility.e_ups_battery; after "
+             "an outage p_facility, p_ups_loss and pue rise while it recharges)")
+for _case in ("design-day-phoenix", "annual-leesburg", "cdu-pump-trip", "cdu-pump-trip-failover", "hall-1k",
+              "phoenix-events"):
+    CHANGED[_case] += "; " + _RECHARGE
+CHANGED["phoenix-events"] += ("; the devices that trip at their shutdown point after the set-point "
+                              "change restart once their dies have cooled below the throttle point (they "
+                              "stayed off for the rest of the run): IT energy, device power and PUE rise")
 CHANGED["quickstart-events"] += ("; the set-point change reaches the racks through the in-row CDU's supply "
                                  "pipe (150 L, plug flow), τ = V/Q after it leaves the CDU")
 

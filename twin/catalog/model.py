@@ -218,7 +218,7 @@ class Chip(Entry):
     p_limit_min: Power | None = Field(None, description="lowest settable power limit (a scenario cap below it "
                                       "is an error)")
     t_throttle: Temperature = Field(description="die temperature at which the governor lowers the clock")
-    t_shutdown: Temperature = Field(description="die temperature at which the device trips (off until repaired)")
+    t_shutdown: Temperature = Field(description="die temperature at which the device trips (off until its die has cooled below t_throttle)")
     throttle_hysteresis: TemperatureDelta = Field(description="cooling below t_throttle needed before the clock rises again")
     r_jc: ThermalResistance = Field(description="die to cold plate / heat-sink base")
     r_conv_ref: ThermalResistance = Field(description="cold plate or heat sink to coolant or air at flow_ref; ∝ (flow/flow_ref)^-0.8")
@@ -590,7 +590,19 @@ class UPS(Entry):
     efficiency: Curve  # double conversion
     efficiency_eco: Curve
     battery_energy: Energy | None = None  # usable stored energy [J]
+    battery_charge_power: Power | None = None  # recharge power one module draws [W]
+    battery_charge_efficiency: Ratio | None = None  # utility → stored energy [1]
     power_factor: Ratio | None = None  # output power factor: kW rating / kVA rating [1]
+
+    @model_validator(mode="after")
+    def _battery(self):
+        if self.battery_energy is not None and (self.battery_charge_power is None
+                                                or self.battery_charge_efficiency is None):
+            raise ValueError("a UPS with a battery_energy needs its battery_charge_power and "
+                             "battery_charge_efficiency (how the battery is recharged)")
+        if self.battery_charge_efficiency is not None and not self.battery_charge_efficiency.si <= 1:
+            raise ValueError("battery_charge_efficiency must be at most 1")
+        return self
 
 
 class Transformer(Entry):

@@ -154,7 +154,7 @@ def summary(sim) -> dict[str, float | int]:
         kpi["hours_outside_ashrae_recommended"] = pt.seconds_outside_recommended / 3600.0
         kpi["hours_outside_ashrae_allowable"] = pt.seconds_outside_allowable / 3600.0
         kpi["plant_energy_residual"] = pt.energy_residual
-        if sim.on_battery or np.isfinite(sim.ride_through) or sim.battery_left < sim.battery_energy:
+        if np.isfinite(sim.chain.outage_start) or sim.battery_left < sim.battery_energy:  # an outage
             kpi["battery_left_J"] = sim.battery_left
             kpi["ride_through_s"] = sim.ride_through
     series = sim.recorder.p_it_series()

@@ -11,7 +11,9 @@ scenario ``plant:`` there is no chain to model: utility input = IT + cooling, no
 
 During a ``utility_outage`` the IT load rides on the UPS battery (cooling stops drawing from the
 utility too: the chillers trip, see the plant); when the battery is empty every rack goes dark
-(no IT power at all) until the utility returns, and its devices stay tripped.
+(no IT power at all) until the utility returns. Once the utility is back the UPS recharges the
+battery at its catalogue charge power (``battery_charge_power`` per module), drawn from the
+utility and so counted in facility power.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 
 from twin.cooling.electrical_room import electrical_room_cooling
 from twin.power.delivery import apparent_power, busway_losses, misc_power, transformer_count, transformer_losses
-from twin.power.ups import UPS_MODES, ups_loss_coefficients, ups_losses, ups_modules
+from twin.power.ups import UPS_MODES, ups_battery_step, ups_loss_coefficients, ups_losses, ups_modules
 from twin.sim.component import Component, Var, step_mean
 
 #: Transformers are sized for the design IT load with this margin (cooling and growth) [1]
@@ -50,6 +52,9 @@ P_TRANSFORMER_LOSS = Var("facility", "p_transformer_loss", "W", "transformer los
 P_MISC = Var("facility", "p_misc", "W", "miscellaneous facility load (lighting, controls, offices)")
 P_ELECTRICAL_ROOM = Var("facility", "p_electrical_room_cooling", "W",
                         "cooling of the electrical rooms (UPS, busway and miscellaneous heat)")
+P_BATTERY_CHARGE = Var("facility", "p_ups_battery_charge", "W",
+                       "UPS battery recharge power drawn from the utility (part of p_facility)")
+E_BATTERY = Var("facility", "e_ups_battery", "J", "energy left in the UPS batteries")
 BATTERY_EMPTY = Var("facility", "battery_empty", "1", "the UPS battery ran out during an outage",
                     record=False)
 
@@ -109,12 +114,15 @@ class PowerChain(Component):
     battery (never below empty) and the utility carries the rest; facility power counts the
     battery's discharge too (The Green Grid, WP 49: total facility energy includes on-site
     sources), so PUE stays ≥ 1 through an outage. When the battery is empty every rack is dark
-    (:class:`~twin.power.shelves.Shelves`) until the utility returns.
+    (:class:`~twin.power.shelves.Shelves`) until the utility returns. Afterwards the battery
+    recharges at the modules' charge power (:func:`~twin.power.ups.ups_battery_step`): the
+    charger's draw is UPS input from the utility (``p_ups_battery_charge``), its loss counts in
+    the UPS losses and heats the electrical room.
     """
 
     inputs = ("facility.p_it", "facility.p_cooling", "rack.p_loss")
     VARIABLES = (P_FACILITY, P_LOSS, PUE, P_BUSWAY_LOSS, P_UPS_LOSS, P_TRANSFORMER_LOSS, P_MISC,
-                 P_ELECTRICAL_ROOM, BATTERY_EMPTY)
+                 P_ELECTRICAL_ROOM, P_BATTERY_CHARGE, E_BATTERY, BATTERY_EMPTY)
     events = ("utility_outage",)
     phase = "integration"
 
@@ -129,6 +137,7 @@ class PowerChain(Component):
         self.outage_start = math.inf
         self.ride_through = math.inf  # s of battery from the outage's start until empty (inf: never)
         self.battery_energy = self.battery_left = 0.0
+        self.charge_power, self.charge_efficiency = 0.0, 1.0
         if not self.modelled:
             return
         curve = getattr(ups, UPS_MODES[mode])
@@ -143,6 +152,9 @@ class PowerChain(Component):
         self.n_modules = ups_modules(design_bus, self.module_rating, redundant)
         self.battery_energy = (ups.battery_energy.si if ups.battery_energy else 0.0) * self.n_modules
         self.battery_left = self.battery_energy
+        if ups.battery_charge_power is not None:
+            self.charge_power = ups.battery_charge_power.si * self.n_modules
+            self.charge_efficiency = ups.battery_charge_efficiency.si
         self.power_factor = float(power_factor)
         self.n_transformers = transformer_count(TRANSFORMER_MARGIN * self.design, self.power_factor,
                                                 transformer.rating.si)
@@ -162,10 +174,15 @@ class PowerChain(Component):
         """
         if not self.modelled:
             return {"p_facility": p_it + p_cooling, "busway": 0.0, "ups": 0.0, "transformer": 0.0,
-                    "misc": 0.0, "room": 0.0, "q_room": 0.0}
+                    "misc": 0.0, "room": 0.0, "q_room": 0.0, "charge": 0.0}
         l_bus = float(busway_losses(p_it, self.busway_rating, self.busway_loss_at_rating))
         p_bus = p_it + l_bus
         l_ups = float(ups_losses(p_bus, self.n_modules, self.module_rating, self.ups_coefficients))
+        # The battery: it feeds the UPS during an outage (never below empty), else recharges.
+        self.battery_left, p_battery, p_charge = ups_battery_step(
+            self.battery_left, self.battery_energy, p_bus + l_ups, self.on_battery, dt,
+            self.charge_power, self.charge_efficiency)
+        l_ups += (1.0 - self.charge_efficiency) * p_charge  # the charger's loss
         q_room = l_bus + l_ups + self.p_misc
         if self.room is not None:
             r = self.room
@@ -176,18 +193,13 @@ class PowerChain(Component):
             p_room, q_out = float(p_room), float(q_out)
         else:
             p_room, q_out = 0.0, q_room
-        p_ups_in = p_bus + l_ups
-        p_battery = 0.0
-        if self.on_battery:  # the battery feeds the UPS; it never goes below empty
-            self.battery_left = max(0.0, self.battery_left - p_ups_in * dt)
-            p_util, p_battery = p_cooling + self.p_misc + p_room, p_ups_in
-        else:
-            p_util = p_ups_in + p_cooling + self.p_misc + p_room
+        p_ups_in = p_bus + l_ups + self.charge_efficiency * p_charge  # load, losses, stored
+        p_util = (p_ups_in - p_battery) + p_cooling + self.p_misc + p_room
         n, tr = self.n_transformers, self.transformer
         s_each = float(apparent_power(p_util, self.power_factor)) / n
         l_tr = float(n * transformer_losses(s_each, tr.rating.si, tr.no_load_loss.si, tr.load_loss.si))
         return {"p_facility": p_util + l_tr + p_battery, "busway": l_bus, "ups": l_ups, "transformer": l_tr,
-                "misc": self.p_misc, "room": p_room, "q_room": q_out}
+                "misc": self.p_misc, "room": p_room, "q_room": q_out, "charge": p_charge}
 
     def step(self, t: float, dt: float, state) -> None:
         p_it_sub = state["facility.p_it"]
@@ -205,6 +217,8 @@ class PowerChain(Component):
             state["facility.p_transformer_loss"] = np.array([d["transformer"]])
             state["facility.p_misc"] = np.array([d["misc"]])
             state["facility.p_electrical_room_cooling"] = np.array([d["room"]])
+            state["facility.p_ups_battery_charge"] = np.array([d["charge"]])
+            state["facility.e_ups_battery"] = np.array([self.battery_left])
             # heat rejected outdoors by the electrical rooms' units and the transformers
             tot.e_electrical_rejected += (d["q_room"] + d["transformer"]) * dt
             empty = self.on_battery and self.battery_left <= 0  # every rack dark from the next step

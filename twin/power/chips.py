@@ -24,7 +24,8 @@ P_STEP = Var("device", "p_step", "W", "device power, step mean", record=False)
 CLOCK = Var("device", "clock", "1", "relative clock")
 THROTTLED = Var("device", "throttled", "1", "fraction of the interval spent throttled")
 CLOCK_LIMIT = Var("device", "clock_limit", "1", "clock the governors allow from the next step on", record=False)
-TRIPPED = Var("device", "tripped", "1", "device is off after a shutdown trip", record=False)
+TRIPPED = Var("device", "tripped", "1",
+              "device is off: a shutdown trip not yet restarted, or its rack without input power", record=False)
 RACK_THROTTLED = Var("rack", "throttled", "1", "fraction of the rack's devices throttled")
 RACK_PSU_OVERLOAD = Var("rack", "psu_overload", "1",
                         "fraction of the interval the rack asked its power shelves for more than its "
@@ -109,8 +110,8 @@ class ChipPower(Component):
         the rated output of the healthy PSUs, a ``cap`` shelf brakes the rack's devices at once
         (fast power brake: device power scaled by (capacity − overhead − fans) / Σ devices, the
         PSUs never deliver more than their rating) and a ``trip`` shelf's over-current
-        protection takes the rack's devices down (they stay off, as a shutdown trip, until
-        repaired; the management plane — overhead and fans — stays on the surviving PSUs).
+        protection takes the rack's devices down (off until the PSUs are restored; the
+        management plane — overhead and fans — stays on the surviving PSUs).
         """
         sy = self.sy
         if sy is None:
@@ -160,8 +161,12 @@ class Governors(Component):
     Reads the die temperatures and rack powers of the step just taken and sets the clock limit
     and the trips for the next one (:func:`~twin.power.governor.thermal_governor`,
     :func:`~twin.power.governor.shutdown_trip`, :func:`~twin.power.governor.cap_governor`).
-    A restarted job's devices are cleared first; the devices of a rack without input power
-    (its PSUs tripped on over-current, or the UPS battery ran out) trip.
+    A restarted job's devices are cleared first. A device that tripped at its shutdown
+    temperature restarts once its die has cooled below its throttle point (the node's automatic
+    restart; a training job restarts its devices at the same point, :mod:`twin.workload.jobs`),
+    so it comes back when its cooling does. The devices of a rack without input power (its PSUs
+    tripped on over-current, or the UPS battery ran out) are off while it lasts and back on
+    (at the clocks the governors allow) when the power is restored.
     """
 
     inputs = ("device.u", "device.t_die", "rack.p_ac", "device.repair", "rack.psu_tripped", "facility.battery_empty")
@@ -176,8 +181,10 @@ class Governors(Component):
         self.clock_thermal = np.ones(n)
         self.clock_power = np.ones(n)  # the power-limit governor's clock
         self.clock = np.ones(n)
-        self.tripped = np.zeros(n, dtype=bool)
+        self.tripped = np.zeros(n, dtype=bool)  # shutdown trips not yet restarted
+        self.unpowered = np.zeros(n, dtype=bool)  # devices of racks without input power
         self.ever_throttled = np.zeros(n, dtype=bool)
+        self.ever_tripped = np.zeros(n, dtype=bool)
         self.rack_cap = np.ones(sy.n_racks)
         self.row_cap = np.ones(len(sy.row_names))
         self.limit = {"rack": sy.rack_power_limit.copy(), "row": sy.row_power_limit.copy()}
@@ -213,11 +220,12 @@ class Governors(Component):
             self.clock_power[repair] = 1.0
         t_die = state["device.t_die"]
         throttled = self.clock_thermal < 1.0
-        was_tripped = self.tripped
         # Thermal throttling, the power limit (the clock that keeps the step's highest demand at
         # or under the limit in force) and shutdown trips, device by device.
-        self.clock_thermal, self.clock_power, clock, self.tripped = self.kernel.govern(
+        self.clock_thermal, self.clock_power, clock, tripped = self.kernel.govern(
             state["device.u"], t_die, self.clock_thermal, self.tripped, dt, self.p_limit)
+        # A shutdown trip restarts once the die has cooled below the throttle point.
+        self.tripped = tripped & ~(t_die < sy.chip["t_throttle"])
         capped = self.rack_cap < 1.0
         if self.capping:
             p_ac = step_mean(state["rack.p_ac"])
@@ -233,13 +241,16 @@ class Governors(Component):
         if self.first_throttle == math.inf and throttled.any():
             self.first_throttle = t
         # A rack without input power from the next step (its PSUs tripped, or the UPS battery is
-        # empty): its devices are off.
+        # empty): its devices are off while it lasts.
         if state["facility.battery_empty"][0]:
-            self.tripped[:] = True
-        elif state["rack.psu_tripped"].any():
-            self.tripped |= state["rack.psu_tripped"][sy.device_rack]
-        if self.first_trip == math.inf and self.tripped.any() and not was_tripped.any():
-            self.first_trip = t + dt
+            self.unpowered[:] = True
+        else:
+            self.unpowered = state["rack.psu_tripped"][sy.device_rack]
+        off = self.tripped | self.unpowered
+        if off.any():
+            if self.first_trip == math.inf:
+                self.first_trip = t + dt
+            self.ever_tripped |= off
         n_thr = np.count_nonzero(throttled)
         state["device.throttled"] = throttled
         # (no device throttled, the usual case: the rack shares are the zeros the sums would give)
@@ -247,7 +258,7 @@ class Governors(Component):
                                    if n_thr else self._no_rack_throttled)
         state["rack.capped"] = capped
         state["device.clock_limit"] = self.clock
-        state["device.tripped"] = self.tripped
+        state["device.tripped"] = off
         tot.throttled_device_seconds += n_thr * dt
         if n_thr:
             self.ever_throttled |= throttled

@@ -7,7 +7,7 @@ curve (:func:`twin.power.psu.shelf_input_power`) over the healthy PSUs. IT power
 ``psu_failure`` events take PSUs out of a rack's shelves (the rest share the load). When a
 step's peak demand exceeds what the healthy PSUs can carry they trip on over-current: the
 step is carried at full-load efficiency, and from the next step the rack is dark — no DC at all
-(devices tripped, board and fans off) until PSUs are restored. Every rack is dark while the UPS
+(devices off, board and fans off) until PSUs are restored, when its devices come back on. Every rack is dark while the UPS
 battery is empty during a utility outage (:class:`~twin.power.chain.PowerChain`).
 """
 
@@ -114,5 +114,5 @@ class Shelves(Component):
         self.failed_psus[idx] += ev.count if action.what == "start" else -ev.count
         self._capacity()
         if action.what != "start":
-            self.overloaded[idx] = False  # PSUs back: the shelf is re-energised (tripped devices stay off)
+            self.overloaded[idx] = False  # PSUs back: the shelf is re-energised, its devices come back
         return True

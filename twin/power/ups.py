@@ -139,3 +139,51 @@ def ups_efficiency(load_fraction, coefficients):
     a0, a1, a2 = coefficients
     x = np.asarray(load_fraction, dtype=float)
     return x / (x + a0 + a1 * x + a2 * x * x)
+
+
+def ups_battery_step(energy, capacity, p_discharge, on_battery, dt, p_charge_max, eta_charge):
+    """Advance the UPS battery over one step: discharge during an outage, recharge otherwise.
+
+    Parameters
+    ----------
+    energy : float
+        Energy in the battery at the start of the step [J].
+    capacity : float
+        Usable energy when full [J].
+    p_discharge : float
+        Power the UPS draws from the battery during an outage (its input: the load, busway and
+        UPS losses) [W].
+    on_battery : bool
+        The utility is out over this step.
+    dt : float
+        Step [s].
+    p_charge_max : float
+        Highest power the charger draws from the utility while the battery is not full [W].
+    eta_charge : float
+        Utility → stored energy efficiency of the charger and cells [1].
+
+    Returns
+    -------
+    energy_end : float
+        E_end [J], between 0 and ``capacity``.
+    p_battery : float
+        Mean power the battery gives the UPS over the step [W]: ``p_discharge`` during an
+        outage (a step that empties the battery is still carried; the racks go dark from the
+        next one), else 0.
+    p_charge : float
+        Mean power the charger draws from the utility over the step [W].
+
+    Notes
+    -----
+    Discharge: P_b = P_d, E_end = max(E − P_b dt, 0) (never below empty; the step that empties
+    it overdraws by less than one step's P_d dt).
+    Recharge at constant power (the constant-current phase, most of a recharge):
+    P_c = min(P_c,max, (E_max − E) / (η_c dt)), E_end = E + η_c P_c dt; the charger's loss
+    (1 − η_c) P_c is heat in the UPS room. So E_end − E = η_c P_c dt − P_b dt (but for the
+    clamp at empty).
+    """
+    if on_battery:
+        return max(0.0, energy - p_discharge * dt), p_discharge, 0.0
+    room = max(capacity - energy, 0.0)
+    p_charge = min(p_charge_max, room / (eta_charge * dt)) if eta_charge > 0 else 0.0
+    return min(capacity, energy + eta_charge * p_charge * dt), 0.0, p_charge

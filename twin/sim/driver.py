@@ -420,7 +420,7 @@ class Simulation:
             tot.stored_end = self.racks.stored_heat()
             tot.wall_seconds = wallclock.perf_counter() - t0
             tot.devices_throttled = int(self.governors.ever_throttled.sum())
-            tot.devices_tripped = int(self.governors.tripped.sum())
+            tot.devices_tripped = int(self.governors.ever_tripped.sum())
             if progress is not None:
                 progress(self.step_index, self.n_steps)
         return tot
