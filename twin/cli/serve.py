@@ -12,8 +12,8 @@ from typing import Annotated
 import typer
 
 from twin.cli.common import fail, load
-from twin.export.server import (DEFAULT_PORT, EXIT_RUN_FAILED, IDLE_TIMEOUT, POLL_SECONDS, WORKERS,
-                                LiveRun, MetricsApp, live_simulation, make_http_server, parse_speed)
+from twin.export.server import (DEFAULT_PORT, EXIT_RUN_FAILED, IDLE_TIMEOUT, POLL_SECONDS, WORKERS, LiveRun,
+                                listen, live_simulation, parse_speed)
 
 
 def serve(
@@ -26,12 +26,13 @@ def serve(
         "--devices/--no-devices",
         help="Device- and sled-level series (default: only below 2,000 devices).")] = None,
     dcgm: Annotated[bool, typer.Option("--dcgm", help="Also DCGM-compatible series for NVIDIA GPUs.")] = False,
-    workers: Annotated[int, typer.Option(help="Threads answering requests.")] = WORKERS,
+    workers: Annotated[int, typer.Option(help="Most answers being written at once (the serving process is one event-loop thread).")] = WORKERS,
     idle_timeout: Annotated[float, typer.Option(
         help="Seconds a connection may stay open without sending a request.")] = IDLE_TIMEOUT,
 ):
     """Run a scenario live and serve Prometheus metrics on /metrics (Ctrl-C to stop)."""
     from twin.export.prometheus import make_registry
+    from twin.export.serve_process import Publisher
     from twin.scenario.errors import ScenarioError
 
     try:
@@ -44,7 +45,7 @@ def serve(
         fail(f"--idle-timeout: expected more than 0 and at most 86400 seconds, got {idle_timeout:g}")
     loaded = load(scenario, streamed=True)
     try:  # the port before the simulation is built: a busy port is reported at once
-        httpd = make_http_server(host, port, None, workers=workers, idle_timeout=idle_timeout)
+        sock = listen(host, port)
     except OSError as exc:
         why = "address already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
         hint = " (another twin serve or exporter? choose another --port)" if exc.errno == errno.EADDRINUSE else ""
@@ -52,14 +53,18 @@ def serve(
     try:
         sim = live_simulation(loaded)
     except ScenarioError as exc:
-        httpd.server_close()
+        sock.close()
         fail(str(exc))
     except KeyboardInterrupt:
-        httpd.server_close()
+        sock.close()
         raise typer.Exit(0) from None
     run = LiveRun(loaded, sim, speed=pace, loop=loop)
-    app = MetricsApp(run, make_registry(run, devices=devices, dcgm=dcgm))
-    httpd.set_app(app)
+    # HTTP is answered by a process of its own, fed the bodies this one renders once per step.
+    try:
+        publisher = Publisher(run, make_registry(run, devices=devices, dcgm=dcgm), sock,
+                              workers=workers, idle_timeout=idle_timeout)
+    finally:
+        sock.close()  # the serving process holds its own copy
 
     stop = threading.Event()
 
@@ -67,8 +72,6 @@ def serve(
         stop.set()
 
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    web = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": POLL_SECONDS},
-                           name="twin-http", daemon=True)
     sy = sim.system
     shown = f"[{host}]" if ":" in host else host
     typer.echo(f"twin serve: {loaded.scenario.name} ({sy.n_devices:,} devices, {sy.n_racks:,} racks) at "
@@ -77,8 +80,10 @@ def serve(
     reported_end = False
     try:
         run.start()
-        web.start()
+        publisher.start()
         while not stop.wait(POLL_SECONDS):
+            if not publisher.alive():
+                break
             if run.finished.is_set():
                 if run.error is not None:
                     break
@@ -88,12 +93,16 @@ def serve(
                     reported_end = True
     finally:
         run.stop()
-        httpd.shutdown()
-        httpd.server_close()
-        app.close()
         run.join(timeout=10)
+        served = publisher.alive() or stop.is_set() or run.error is not None
+        code = publisher.process.poll()
+        publisher.stop()
         for s, handler in previous.items():
             signal.signal(s, handler)
+    if not served:
+        why = f"exit code {code}" if code is not None else repr(publisher.error)
+        typer.echo(f"twin serve: the HTTP serving process failed ({why})", err=True)
+        raise typer.Exit(EXIT_RUN_FAILED)
     if run.error is not None:
         import traceback
 

@@ -2,15 +2,20 @@
 
 The simulation runs in a background thread; after every step the driver calls
 :meth:`LiveRun._pace`, which waits until the wall clock catches up with simulated time ÷ speed
-(or, at ``--speed max``, only checks for a stop). The HTTP side is a threading WSGI server
-(wsgiref) with one route per purpose:
+(or, at ``--speed max``, only checks for a stop). The HTTP side has one route per purpose:
 
 - ``/metrics`` — the :class:`~twin.export.prometheus.TwinCollector` output, in the format the
-  scraper asks for (Prometheus text or OpenMetrics, gzip when accepted). A rendering is cached
-  until the simulation advances, so fifty scrapers cost one rendering per step, not fifty, and
-  none waits for another's rendering (:meth:`MetricsApp.render`).
+  scraper asks for (Prometheus text or OpenMetrics, gzip when accepted), rendered by
+  :func:`render_body` once per simulation step and format, however many scrapers ask.
 - ``/healthz`` — ``200 ok …`` while the run is healthy (running or finished), ``503`` if the
   simulation thread failed.
+
+``twin serve`` answers HTTP in a separate process (:mod:`twin.export.serve_process`), so a
+scrape never competes with the simulation for the interpreter lock: the simulation's process
+renders each step's bodies (:class:`Publisher`) and writes them down a pipe, and the serving
+process, which holds nothing else, hands every scraper the latest bytes
+(:class:`PublishedApp`). In one process, :class:`MetricsApp` does the same from a renderer
+thread (used by tests and embedders).
 
 SIGINT and SIGTERM stop the run at the end of its current step and the server after its current
 requests (exit 0). A port already in use or a bad scenario is one line on stderr and exit 2.
@@ -121,6 +126,8 @@ class LiveRun:
         self.current = (sim, {})
         self._schedule = (sim, time.monotonic())  # the run and the wall time its t = 0 is due
         self._late = 0.0  # how late the last step finished against its schedule [s]
+        #: Called (from the simulation thread) after every step and when the run ends.
+        self.on_step = None
         self._thread = threading.Thread(target=self._main, name="twin-simulation", daemon=True)
 
     # -- control ---------------------------------------------------------------------------
@@ -164,10 +171,14 @@ class LiveRun:
         if self._stop.is_set():
             raise _Stopped
         if self.speed is None:
+            if self.on_step is not None:
+                self.on_step()
             return
         due = self._schedule[1] + sim_time / self.speed
         now = time.monotonic()
         self._late = max(0.0, now - due)
+        if self.on_step is not None:
+            self.on_step()
         if due > now and self._stop.wait(due - now):
             raise _Stopped
 
@@ -199,10 +210,87 @@ class LiveRun:
             self.error = exc
         finally:
             self.finished.set()
+            if self.on_step is not None:
+                self.on_step()
 
 
-class MetricsApp:
-    """WSGI application: ``/metrics`` (cached per simulation step), ``/healthz`` and ``/``."""
+def render_body(registry, accept: str, gzip_ok: bool) -> tuple[str, bytes]:
+    """(content type, body) of ``/metrics`` for a scraper's ``Accept`` header: the registry in
+    the format it asks for (prometheus_client's negotiation), gzip-compressed (level 1) when it
+    accepts that. The one rendering of a scrape, in or out of process."""
+    import gzip
+
+    from prometheus_client.exposition import choose_encoder
+
+    encoder, content_type = choose_encoder(accept)
+    body = encoder(registry)
+    return content_type, gzip.compress(body, compresslevel=1) if gzip_ok else body
+
+
+def content_type_for(accept: str) -> str:
+    """The content type :func:`render_body` answers ``accept`` with."""
+    from prometheus_client.exposition import choose_encoder
+
+    return choose_encoder(accept)[1]
+
+
+class Routes:
+    """WSGI application: ``/metrics``, ``/healthz`` and ``/``; subclasses say where the bodies
+    and the run's status come from (:meth:`render`, :meth:`failure`, :meth:`status`)."""
+
+    def render(self, accept: str, gzip_ok: bool) -> tuple[str, bytes] | None:
+        """(content type, body) of a scrape, or None when none can be had yet (503)."""
+        raise NotImplementedError
+
+    def failure(self) -> str | None:
+        """Why the simulation failed, or None while it is healthy."""
+        raise NotImplementedError
+
+    def status(self) -> str:
+        """One line on the run: state, scenario, simulated time, loops, lag."""
+        raise NotImplementedError
+
+    def __call__(self, environ, start_response):
+        method = environ.get("REQUEST_METHOD", "GET")
+        path = environ.get("PATH_INFO", "/")
+        if method not in ("GET", "HEAD"):
+            start_response("405 Method Not Allowed", [("Content-Type", "text/plain"), ("Allow", "GET, HEAD")])
+            return [b"method not allowed\n"]
+        headers = [("Cache-Control", "no-store")]
+        if path == "/metrics":
+            gzip_ok = "gzip" in environ.get("HTTP_ACCEPT_ENCODING", "")
+            got = self.render(environ.get("HTTP_ACCEPT", ""), gzip_ok)
+            if got is None:
+                status, body = "503 Service Unavailable", b"metrics not rendered yet, try again\n"
+                headers += [("Content-Type", "text/plain"), ("Content-Length", str(len(body))),
+                            ("Retry-After", "1")]
+            else:
+                content_type, body = got
+                headers += [("Content-Type", content_type), ("Content-Length", str(len(body)))]
+                if gzip_ok:
+                    headers.append(("Content-Encoding", "gzip"))
+                status = "200 OK"
+        elif path == "/healthz":
+            failed = self.failure()
+            status = "503 Service Unavailable" if failed else "200 OK"
+            body = (("failed: " + failed) if failed else "ok " + self.status())
+            body = (body + "\n").encode()
+            headers += [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))]
+        elif path == "/":
+            status = "200 OK"
+            body = (f"twin exporter — {self.status()}\n/metrics  Prometheus metrics\n"
+                    f"/healthz  health\n").encode()
+            headers += [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))]
+        else:
+            status, body = "404 Not Found", b"not found (try /metrics)\n"
+            headers += [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))]
+        start_response(status, headers)
+        return [b""] if method == "HEAD" else [body]
+
+
+class MetricsApp(Routes):
+    """The routes in the simulation's own process: ``/metrics`` rendered by a renderer thread
+    and cached per simulation step."""
 
     def __init__(self, run: LiveRun, registry):
         from concurrent.futures import ThreadPoolExecutor
@@ -223,10 +311,7 @@ class MetricsApp:
         previous bytes until it is done (at most one rendering old, ~0.1–0.3 s). Only the first
         scrape of a format waits for a rendering, so no scrape queues behind one.
         """
-        from prometheus_client.exposition import choose_encoder
-
-        encoder, content_type = choose_encoder(accept)
-        key = (content_type, gzip_ok)
+        key = (content_type_for(accept), gzip_ok)
         with self._lock:
             version = self.run.version()
             while key not in self._cache and key in self._rendering:  # the first rendering
@@ -235,19 +320,14 @@ class MetricsApp:
             if hit is not None:
                 if hit[0] != version and key not in self._rendering:
                     self._rendering.add(key)
-                    self._renderer.submit(self._render, key, encoder, version)
+                    self._renderer.submit(self._render, key, accept, version)
                 return hit[1], hit[2]
             self._rendering.add(key)
-        return self._render(key, encoder, version)[1:]
+        return self._render(key, accept, version)[1:]
 
-    def _render(self, key, encoder, version) -> tuple[tuple, str, bytes]:
-        import gzip
-
+    def _render(self, key, accept, version) -> tuple[tuple, str, bytes]:
         try:
-            body = encoder(self.registry)
-            if key[1]:
-                body = gzip.compress(body, compresslevel=1)
-            entry = (version, key[0], body)
+            entry = (version, *render_body(self.registry, accept, key[1]))
             with self._lock:
                 self._cache[key] = entry
             return entry
@@ -260,35 +340,11 @@ class MetricsApp:
         """Stop the renderer thread (after the server has stopped)."""
         self._renderer.shutdown(wait=False, cancel_futures=True)
 
-    def __call__(self, environ, start_response):
-        method = environ.get("REQUEST_METHOD", "GET")
-        path = environ.get("PATH_INFO", "/")
-        if method not in ("GET", "HEAD"):
-            start_response("405 Method Not Allowed", [("Content-Type", "text/plain"), ("Allow", "GET, HEAD")])
-            return [b"method not allowed\n"]
-        headers = [("Cache-Control", "no-store")]
-        if path == "/metrics":
-            gzip_ok = "gzip" in environ.get("HTTP_ACCEPT_ENCODING", "")
-            content_type, body = self.render(environ.get("HTTP_ACCEPT", ""), gzip_ok)
-            headers += [("Content-Type", content_type), ("Content-Length", str(len(body)))]
-            if gzip_ok:
-                headers.append(("Content-Encoding", "gzip"))
-            status = "200 OK"
-        elif path == "/healthz":
-            status = "503 Service Unavailable" if self.run.error else "200 OK"
-            body = (("failed: " + repr(self.run.error)) if self.run.error else "ok " + self.run.status())
-            body = (body + "\n").encode()
-            headers += [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))]
-        elif path == "/":
-            status = "200 OK"
-            body = (f"twin exporter — {self.run.status()}\n/metrics  Prometheus metrics\n"
-                    f"/healthz  health\n").encode()
-            headers += [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))]
-        else:
-            status, body = "404 Not Found", b"not found (try /metrics)\n"
-            headers += [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))]
-        start_response(status, headers)
-        return [b""] if method == "HEAD" else [body]
+    def failure(self) -> str | None:
+        return repr(self.run.error) if self.run.error else None
+
+    def status(self) -> str:
+        return self.run.status()
 
 
 class _Connections:
@@ -418,10 +474,36 @@ class _Connections:
         self._wake_w.close()
 
 
-def make_http_server(host: str, port: int, app, *, workers: int = WORKERS,
-                     idle_timeout: float = IDLE_TIMEOUT, max_connections: int = MAX_CONNECTIONS):
+def listen(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` and listening (backlog :data:`LISTEN_BACKLOG`).
+
+    Raises
+    ------
+    ValueError
+        A port outside 0–65535.
+    OSError
+        The address cannot be bound (in use, not local).
+    """
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port {port} is outside 0-65535")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(LISTEN_BACKLOG)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def make_http_server(host: str | None, port: int | None, app, *, workers: int = WORKERS,
+                     idle_timeout: float = IDLE_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
+                     sock: socket.socket | None = None):
     """An HTTP/1.1 server for the WSGI ``app`` (or one given later with ``set_app``) on
-    ``host:port`` with a bounded pool of workers.
+    ``host:port`` (or on ``sock``, a listening socket from :func:`listen`) with a bounded pool
+    of workers.
 
     Accepted connections wait in one selector (no thread each) until a request starts to
     arrive; then one of ``workers`` threads reads it — at most :data:`MAX_HEADER_BYTES` of
@@ -441,16 +523,17 @@ def make_http_server(host: str, port: int, app, *, workers: int = WORKERS,
     """
     from socketserver import TCPServer
 
-    if not 0 <= port <= 65535:
-        raise ValueError(f"port {port} is outside 0-65535")
+    listening = sock if sock is not None else listen(host, port)
 
     class Server(TCPServer):
         request_queue_size = LISTEN_BACKLOG
-        allow_reuse_address = True
-        address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        address_family = listening.family
 
         def __init__(self):
-            super().__init__((host, port), None)
+            super().__init__(listening.getsockname(), None, bind_and_activate=False)
+            self.socket.close()
+            self.socket = listening
+            self.server_address = listening.getsockname()
             self.application = app
             self.connections = _Connections(self, workers, idle_timeout,
                                             _max_connections(max_connections))
@@ -500,9 +583,7 @@ _REASONS = {400: "Bad Request", 408: "Request Timeout", 431: "Request Header Fie
 
 
 def _send_status(conn, code: int) -> None:
-    body = f"{code} {_REASONS[code]}\n".encode()
-    conn.sendall(f"HTTP/1.1 {code} {_REASONS[code]}\r\nContent-Type: text/plain\r\n"
-                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+    conn.sendall(status_response(code))
 
 
 def _answer(conn, app) -> bool:
@@ -511,16 +592,38 @@ def _answer(conn, app) -> bool:
     if isinstance(got, int):
         _send_status(conn, got)
         return False
-    head, extra = got
+    parsed = parse_request(*got)
+    if isinstance(parsed, int):
+        _send_status(conn, parsed)
+        return False
+    environ, keep = parsed
+    try:
+        data = respond(app, environ, keep)
+    except Exception:
+        _send_status(conn, 500)
+        raise
+    conn.settimeout(REQUEST_TIMEOUT)
+    conn.sendall(data)
+    return keep
+
+
+def status_response(code: int) -> bytes:
+    """A complete HTTP answer refusing a request with ``code`` (the connection closes)."""
+    body = f"{code} {_REASONS[code]}\n".encode()
+    return (f"HTTP/1.1 {code} {_REASONS[code]}\r\nContent-Type: text/plain\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
+
+
+def parse_request(head: bytes, extra: bytes = b"") -> tuple[dict, bool] | int:
+    """(WSGI environ, keep the connection) of a request's head, or the HTTP status to refuse it
+    with. ``extra``: bytes received after the head (a body: answered, then the connection closes)."""
     lines = head.decode("latin-1").splitlines()
     parts = lines[0].split(" ") if lines else []
     if len(parts) != 3 or not parts[2].startswith("HTTP/"):
-        _send_status(conn, 400)
-        return False
+        return 400
     method, target, version = parts
     if version not in ("HTTP/1.0", "HTTP/1.1"):
-        _send_status(conn, 505)
-        return False
+        return 505
     environ = {"REQUEST_METHOD": method, "SERVER_PROTOCOL": version, "wsgi.url_scheme": "http"}
     path, _, query = target.partition("?")
     environ["PATH_INFO"], environ["QUERY_STRING"] = path, query
@@ -529,31 +632,30 @@ def _answer(conn, app) -> bool:
             continue  # the blank line ending the head
         name, sep, value = line.partition(":")
         if not sep or not name or name != name.strip():
-            _send_status(conn, 400)
-            return False
+            return 400
         environ["HTTP_" + name.upper().replace("-", "_")] = value.strip()
     connection = environ.get("HTTP_CONNECTION", "").lower()
     keep = (version == "HTTP/1.1" and "close" not in connection) or "keep-alive" in connection
     keep = keep and not extra and "HTTP_CONTENT_LENGTH" not in environ \
         and "HTTP_TRANSFER_ENCODING" not in environ
+    return environ, keep
+
+
+def respond(app, environ: dict, keep: bool) -> bytes:
+    """The complete HTTP/1.1 answer of the WSGI ``app`` to ``environ``."""
     answer: dict = {}
 
     def start_response(status, headers, exc_info=None):
         answer["status"], answer["headers"] = status, headers
 
-    try:
-        body = b"".join(app(environ, start_response))
-    except Exception:
-        _send_status(conn, 500)
-        raise
+    body = b"".join(app(environ, start_response))
+    method = environ["REQUEST_METHOD"]
     headers = [(k, v) for k, v in answer["headers"] if k.lower() not in ("connection", "content-length")]
     given = [v for k, v in answer["headers"] if k.lower() == "content-length"]
     length = given[0] if method == "HEAD" and given else str(len(body))
     out = [f"HTTP/1.1 {answer['status']}"] + [f"{k}: {v}" for k, v in headers]
     out += [f"Content-Length: {length}", f"Connection: {'keep-alive' if keep else 'close'}", "", ""]
-    conn.settimeout(REQUEST_TIMEOUT)
-    conn.sendall("\r\n".join(out).encode("latin-1") + (b"" if method == "HEAD" else body))
-    return keep
+    return "\r\n".join(out).encode("latin-1") + (b"" if method == "HEAD" else body)
 
 
 def _read_head(conn) -> tuple[bytes, bytes] | int:
