@@ -97,7 +97,7 @@ def training(name, tdp=None, duration="30 min", extra=None):
     kwh = kpi["energy_facility_J"] / 3.6e6
     job = sim.jobs.jobs[0]
     return dict(iterations=it, kWh=kwh, it_per_kWh=it / kwh, mean_kW=kpi["p_it_mean_W"] / 1e3,
-                iteration_time=job.iteration_time, t_collective=job.t_collective)
+                iteration_time=job.kind_state.iteration_time, t_collective=job.kind_state.t_collective)
 
 
 def moe_job(cat, kind, chips):

@@ -41,12 +41,12 @@ def test_hgx_board_is_one_nvlink_domain_and_two_boards_cross_the_nics(tmp_path):
     b_out = 8 * 2 * efa.port_speed.si / 8
     two = 2 * (7 * a + 7 / 8 * n / b) + 2 * efa.latency.si + (n / 8) / b_out
     job, sim = _job(tmp_path, 8, "one.yaml")
-    assert (job.path.domains, job.path.per_domain, job.path.fabric) == (1, 8, "nvlink-4")
-    assert job.t_collective == pytest.approx(one, rel=1e-9)
+    assert (job.kind_state.path.domains, job.kind_state.path.per_domain, job.kind_state.path.fabric) == (1, 8, "nvlink-4")
+    assert job.kind_state.t_collective == pytest.approx(one, rel=1e-9)
     assert sim.system.device_domain[job.devices[0]] == "k/s00"  # the board, not the rack
     job, _ = _job(tmp_path, 16, "two.yaml")
-    assert (job.path.domains, job.path.per_domain, job.path.fabric) == (2, 8, "efa-ultracluster")
-    assert job.t_collective == pytest.approx(two, rel=1e-9)
+    assert (job.kind_state.path.domains, job.kind_state.path.per_domain, job.kind_state.path.fabric) == (2, 8, "efa-ultracluster")
+    assert job.kind_state.t_collective == pytest.approx(two, rel=1e-9)
     # Hierarchical: only the n/8 shard crosses the NICs (100 GB/s against NVLink's 450), so two
     # boards cost 1.32x one board's time, not the 4.5x of a flat ring over the NICs.
     assert two / one == pytest.approx(1.32, abs=0.01)

@@ -133,8 +133,8 @@ def test_collective_time_nvlink_fusion_vs_efa_by_hand(tmp_path):
     assert t_efa / t_domain > 1.8  # the two placements differ by far more than the tolerance
     for one_rack, hand, fabric, domains in ((True, t_domain, "nvlink-fusion-6", 1), (False, t_efa, "efa-ultracluster", 2)):
         job, sim = _two_rack_job(tmp_path, one_rack)
-        assert job.path.fabric == fabric and job.path.domains == domains
-        assert job.t_collective == pytest.approx(hand, rel=0.05)  # the 5 % (agrees to round-off)
+        assert job.kind_state.path.fabric == fabric and job.kind_state.path.domains == domains
+        assert job.kind_state.t_collective == pytest.approx(hand, rel=0.05)  # the 5 % (agrees to round-off)
         # Measured: iterations over the run at full clock = run time / (compute + collective).
         t_iter = 0.4 * 0.5 + hand
         assert job.progress == pytest.approx(120.0 / t_iter, rel=0.01)  # 1 %: the last partial step
@@ -143,9 +143,9 @@ def test_collective_time_nvlink_fusion_vs_efa_by_hand(tmp_path):
         u_nic = sim.state["device.u"][:, nics]
         assert nics.size == 8 * 4  # 8 trays × 4 EFA
         if one_rack:
-            assert np.all(u_nic == 0.1) and job.quiet_nics.size == nics.size
+            assert np.all(u_nic == 0.1) and job.kind_state.quiet_nics.size == nics.size
         else:
-            assert u_nic.mean() > 0.2 and job.quiet_nics.size == 0
+            assert u_nic.mean() > 0.2 and job.kind_state.quiet_nics.size == 0
 
 
 def test_ultracluster_network_power_by_hand_count(ultra):

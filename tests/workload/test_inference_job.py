@@ -31,7 +31,7 @@ def test_replay_generates_every_output_token():
     total = read_azure_trace(AZURE_CODE_TRACE)["output_tokens"].sum()
     job = sim.jobs.jobs[0]
     assert job.tokens == pytest.approx(total, rel=0.01)
-    assert job.pool.n_completed == 8819
+    assert job.kind_state.pool.n_completed == 8819
 
 
 def test_it_power_follows_request_rate():

@@ -153,7 +153,7 @@ def test_throttled_rack_slows_the_whole_job():
     np.testing.assert_allclose(rate[-300:].sum(), expected.sum(), rtol=1e-3)
     assert rate[-300:].sum() > (f / 2.0).sum()  # faster than if the collectives slowed too
     # Lost time: the compute share of the running time times (1 − f).
-    assert sim.jobs.jobs[0].throttle_loss > 0
+    assert sim.jobs.jobs[0].kind_state.throttle_loss > 0
 
 
 def test_clocked_phase_by_hand():
@@ -180,10 +180,10 @@ def test_failure_rolls_back_to_checkpoint_and_restarts():
     job = sim.jobs.jobs[0]
     progress = tree["job"]["progress"].values[:, 0]
     state = tree["job"]["state"].values[:, 0]
-    assert job.failures >= 1
+    assert job.kind_state.failures >= 1
     drops = np.flatnonzero(np.diff(progress) < 0)
-    assert drops.size == job.failures
-    assert (state == 3).sum() >= 60 * job.failures - 1  # restarting for 1 min each
+    assert drops.size == job.kind_state.failures
+    assert (state == 3).sum() >= 60 * job.kind_state.failures - 1  # restarting for 1 min each
     # Without failures the job would have done more work.
     assert progress[-1] < 30 * 60 / 2.0
 
@@ -317,7 +317,8 @@ def test_moe_on_trn2_torus_vs_trn3_switch_by_hand():
         sim.run()
         js = sim.jobs.jobs[0]
         t_a2a, t_ar = hand[kind]
-        assert js.path.domains == 1 and js.path.up.name == {"trn2": "neuronlink-v3", "trn3": "neuronswitch-v1"}[kind]
-        assert js.t_collective == pytest.approx(t_a2a + t_ar, rel=1e-9)
-        assert js.iteration_time == pytest.approx(t_compute + t_a2a + t_ar, rel=1e-9)
-        assert js.all_to_all_share == pytest.approx(t_a2a / (t_compute + t_a2a + t_ar), rel=1e-9)
+        ks = js.kind_state
+        assert ks.path.domains == 1 and ks.path.up.name == {"trn2": "neuronlink-v3", "trn3": "neuronswitch-v1"}[kind]
+        assert js.kind_state.t_collective == pytest.approx(t_a2a + t_ar, rel=1e-9)
+        assert js.kind_state.iteration_time == pytest.approx(t_compute + t_a2a + t_ar, rel=1e-9)
+        assert js.kind_state.all_to_all_share == pytest.approx(t_a2a / (t_compute + t_a2a + t_ar), rel=1e-9)

@@ -69,14 +69,15 @@ def _coord_values(sim, group: str) -> dict:
         }
     if group == "job":
         jobs = sim.jobs.jobs
+        fabric, domains, t_collective = zip(*(j.kind.collective(j) for j in jobs)) if jobs else ((), (), ())
         return {
             "job": np.array([j.spec.name for j in jobs]),
             "job_kind": ("job", np.array([j.spec.kind for j in jobs])),
-            "job_fabric": ("job", np.array([j.path.fabric if j.path is not None else "" for j in jobs]),
+            "job_fabric": ("job", np.array(fabric),
                            {"long_name": "fabric carrying the gang's collectives (scale-out when it spans domains)"}),
-            "job_domains": ("job", np.array([j.path.domains if j.path is not None else 0 for j in jobs]),
+            "job_domains": ("job", np.array(domains),
                             {"long_name": "scale-up domains the gang spans (0: no fabric timing)"}),
-            "job_t_collective": ("job", np.array([j.t_collective for j in jobs]),
+            "job_t_collective": ("job", np.array(t_collective),
                                  {"units": "s", "long_name": "collective time per iteration on the gang's fabrics"}),
         }
     if group == "device":
@@ -169,8 +170,7 @@ def summary(sim) -> dict[str, float | int]:
         price = sim.scenario.electricity_price
         for job in sim.jobs.jobs:
             kpi.update(job_kpis(job.spec.name, job.energy, job.progress, job.tokens, per_joule, price))
-            kpi[f"job_{job.spec.name}_throttle_loss_s"] = job.throttle_loss
-            kpi[f"job_{job.spec.name}_failures"] = job.failures
+            kpi.update({f"job_{job.spec.name}_{key}": value for key, value in job.kind.kpis(job).items()})
             kpi[f"job_{job.spec.name}_kind"] = job.spec.kind
     return kpi
 
