@@ -9,12 +9,13 @@ pump power, heat removed and the facility's cooling power.
 - :class:`SimpleCdu` (no scenario ``plant:``): supply = max(set-point, facility water + approach)
   with the facility water at the site's constant temperature; the secondary pumps of
   :class:`twin.cooling.cdu_pumps.CduPumps` (on their curve where the catalogue gives one).
-- :class:`PlantCdu` (a scenario ``plant:``): the CDU bank of the facility cooling plant
-  (:class:`twin.cooling.facility.Plant`: ε-NTU exchangers with PI valves, facility water loop,
-  heat rejection, chillers and CRAHs), stepping every ``plant.step`` on block means of its inputs.
+- :class:`~twin.cooling.cdu_bank.CduDemand` and :class:`~twin.cooling.cdu_bank.CduLoops` (a
+  scenario ``plant:``): the CDU bank of the facility cooling plant (ε-NTU exchangers with PI
+  valves) in front of the plant's other equipment (:mod:`twin.cooling.facility`), stepping every
+  ``plant.step`` on block means of its inputs.
 
-Both own the CDU events (pump trip, CDU failure with failover, set-point change); the plant
-also owns the plant-wide events.
+Both own the CDU events (pump trip, CDU failure with failover, set-point change); the plant's
+other equipment owns the plant-wide events.
 """
 
 from __future__ import annotations
@@ -22,11 +23,10 @@ from __future__ import annotations
 import numpy as np
 
 from twin.cooling.cdu_pumps import CduPumps
-from twin.cooling.config import COOLING_MODES
 from twin.cooling.transport import PlugFlowDelay
-from twin.sim.component import Component, Control, Var, step_mean
+from twin.sim.component import Component, Control, Var
 from twin.sim.events import cdu_targets
-from twin.units import CP_WATER, RHO_WATER
+from twin.units import RHO_WATER
 
 P_PUMP = Var("cdu", "p_pump", "W", "secondary pump power")
 Q = Var("cdu", "q", "W", "heat removed from the secondary loop")
@@ -41,20 +41,6 @@ P_COOLING = Var("facility", "p_cooling", "W",
 T_FACILITY_SUPPLY = Var("facility", "t_facility_supply", "degC", "facility water supply temperature")
 T_COLD_AISLE_NEXT = Var("facility", "t_cold_aisle_next", "degC", "cold-aisle temperature from the next step on",
                         record=False)
-#: Facility variables of the plant, read from its :class:`~twin.cooling.facility.PlantState` by name.
-PLANT_FACILITY_VARS = (
-    Var("facility", "t_outdoor", "degC", "outdoor dry-bulb temperature"),
-    Var("facility", "t_wet_bulb", "degC", "outdoor wet-bulb temperature"),
-    Var("facility", "t_facility_return", "degC", "facility water return temperature"),
-    Var("facility", "p_cdu_pumps", "W", "CDU secondary pump power"),
-    Var("facility", "p_facility_pumps", "W", "facility and chilled water pump power"),
-    Var("facility", "p_heat_rejection_fans", "W", "dry cooler / cooling tower fan power"),
-    Var("facility", "p_chiller", "W", "chiller compressor power"),
-    Var("facility", "p_crah", "W", "CRAH fan power"),
-    Var("facility", "water", "kg s-1", "make-up water (evaporation and blowdown)"),
-    Var("facility", "economiser", "1", "facility water: 0 chiller only, 1 partial, 2 full free cooling"),
-    Var("facility", "chiller_on", "1", "fraction of the interval a chiller ran"),
-)
 CDU_EVENTS = ("cdu_pump_trip", "cdu_failure", "setpoint_change")
 
 #: Facility-water supply temperatures of the ASHRAE TC9.9 liquid-cooling classes W17 … W45
@@ -198,166 +184,3 @@ class SimpleCdu(Component):
         self.setpoint[:] = values
         if self.state is not None:
             self._boundaries()
-
-
-class PlantCdu(Component):
-    """The CDU bank of the facility cooling plant, with the rest of the plant behind it.
-
-    Parameters
-    ----------
-    plant : Plant
-        The plant (:class:`twin.cooling.facility.Plant`), built for a step of ``every`` × h.
-    every : int
-        Thermal steps per plant step (``plant.step`` / ``time.step``).
-
-    Notes
-    -----
-    Multi-rate: the plant (time constants of minutes) steps at the start of each block of
-    ``every`` thermal steps, over the block, on the means of the heat and flow from the racks,
-    the room-air heat and the IT power over the latest ``every`` steps; the return temperature
-    it sees is the supply the racks had + q̄/(ṁ̄ c_p). Its outputs hold through the block.
-
-    Where the catalogue gives the CDU a ``supply_volume`` (``supply_volume`` here), the supply
-    the plant computes for the next block reaches the racks through the supply pipe in plug
-    flow (:class:`~twin.cooling.transport.PlugFlowDelay`): the racks get the mean temperature of
-    the water that leaves the pipe over the block at the latest flow, so a change of the CDU's
-    supply arrives τ = V_supply / Q later (resolved to the block; a pipe whose transit is far
-    shorter than the block passes the new supply almost at once). The water the pipe returns
-    meanwhile (the old supply) comes back through the racks to the CDU, so the plant's
-    exchanger sees the heat the pipe gives up or takes in: its own balance closes on that heat.
-    """
-
-    inputs = ("cdu.q_in", "cdu.flow", "facility.q_air", "facility.p_it")
-    outputs = (P_PUMP, Q, VALVE, P_COOLING, T_FACILITY_SUPPLY, T_SUPPLY_NEXT, FLOW_FACTOR,
-               T_COLD_AISLE_NEXT, *PLANT_FACILITY_VARS)
-    events = CDU_EVENTS + ("chiller_trip", "dry_cooler_fan_failure", "utility_outage")
-    controls = (T_SUPPLY_SET, T_FACILITY_SUPPLY_SET, T_COLD_AISLE_SET,
-                Control("facility", "cooling_mode", "1", "cooling mode of the facility plant",
-                        0, len(COOLING_MODES) - 1, choices=COOLING_MODES))
-    phase = "integration"
-
-    def __init__(self, plant, every: int, system, supply_volume=None):
-        self.plant = plant
-        self.every = every
-        self.sy = system
-        self.setpoint = system.cdu_setpoint.copy()
-        self._saved_setpoint: dict[int, np.ndarray] = {}
-        self.state = None
-        n = system.cdu_name.size
-        self.supply_volume = np.zeros(n) if supply_volume is None else np.asarray(supply_volume, dtype=float)
-        self.piped = self.supply_volume > 0
-        self.line = None  # the supply pipes (built on the first step)
-        self.t_racks = None  # supply reaching the racks over the next block [degC]
-
-    def _boundaries(self) -> None:
-        st, plant = self.state, self.plant
-        st["cdu.t_supply_next"] = (plant.cdu_supply.copy() if self.t_racks is None
-                                   else np.where(self.piped, self.t_racks, plant.cdu_supply))
-        st["cdu.flow_factor"] = plant.secondary_flow_factor
-        st["facility.t_cold_aisle_next"] = np.array([float(plant.t_cold_aisle)])
-
-    def initialise(self, state) -> None:
-        self.state = state
-        self._boundaries()
-
-    def settle(self, q_liquid, q_air: float, flow) -> None:
-        """Steady state under constant loads (:meth:`Plant.initialise`); its outputs stand
-        until the plant's first step."""
-        self.plant.initialise(q_liquid, q_air, t=0.0, secondary_flow=flow)
-        self.t_racks = self.line = None  # the pipes fill with the settled supply
-        self._write(self.plant.state)
-        self._boundaries()
-
-    def _write(self, ps) -> None:
-        st = self.state
-        st["cdu.p_pump"] = ps.p_pump
-        st["cdu.q"] = ps.q
-        st["cdu.valve"] = ps.valve
-        st["facility.p_cooling"] = np.array([float(ps.p_cooling)])
-        st["facility.t_facility_supply"] = np.array([ps.t_facility_supply])
-        for var in PLANT_FACILITY_VARS:
-            st[var.key] = np.array([float(getattr(ps, var.name))])
-
-    def step(self, t: float, dt: float, state) -> None:
-        flow, q = state["cdu.flow"], state["cdu.q_in"]
-        supply = (self.plant.cdu_supply if self.t_racks is None
-                  else np.where(self.piped, self.t_racks, self.plant.cdu_supply))  # what the racks had
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ret = np.where(flow > 0, supply + q / (flow * CP_WATER), np.nan)
-        ps = self.plant.step(t, ret, flow, float(step_mean(state["facility.q_air"])[0]),
-                             float(step_mean(state["facility.p_it"])[0]))
-        if self.piped.any():
-            self._transport(self.plant.pumps.volume(flow), dt)
-        self._write(ps)
-        self._boundaries()
-
-    def _transport(self, flow, dt: float) -> None:
-        """Push the supply the plant gives for the next block through the supply pipes at the
-        latest flow; the racks get what leaves them over the block."""
-        if self.line is None:
-            # the pipes start full of the supply the racks have had so far; enough slugs for
-            # the transit at a tenth of the design flow (beyond, the oldest merge)
-            with np.errstate(divide="ignore"):
-                tau = self.supply_volume / (0.1 * self.sy.cdu_design_flow / RHO_WATER)
-            steps = int(np.ceil(np.nanmax(np.where(np.isfinite(tau), tau, 0.0)) / dt)) + 2
-            start = self.state["cdu.t_supply_next"].copy()
-            self.line = PlugFlowDelay(self.supply_volume, start, capacity=min(max(steps, 8), 4096))
-        self.t_racks = self.line.step(self.plant.cdu_supply, flow, dt)
-
-    def apply(self, action) -> bool:
-        ev, start, plant = action.event, action.what == "start", self.plant
-        kind = ev.kind
-        if kind in ("cdu_pump_trip", "cdu_failure"):
-            pump = kind == "cdu_pump_trip"
-            act = {"start": (lambda j: plant.trip_cdu_pump(j, ev.count)) if pump else plant.fail_cdu,
-                   "failover": plant.pump_failover if pump else plant.cdu_failover,
-                   "clear": plant.restore_cdu_pump if pump else plant.restore_cdu}[action.what]
-            for i in cdu_targets(ev.target, self.sy.cdu_name):
-                act(int(i))
-        elif kind == "setpoint_change":
-            idx = cdu_targets(ev.target, self.sy.cdu_name)
-            if start:
-                self._saved_setpoint[action.index] = self.setpoint[idx].copy()
-                self.setpoint[idx] = ev.value
-            else:
-                self.setpoint[idx] = self._saved_setpoint.pop(action.index)
-            for i in idx:
-                plant.set_setpoint(cdu_supply=float(self.setpoint[i]), cdu=int(i))
-        elif kind == "chiller_trip" or kind == "utility_outage":
-            # on a utility outage the chillers stop until the utility (or generator) returns
-            plant.trip_chiller() if start else plant.restore_chiller()
-        elif kind == "dry_cooler_fan_failure":
-            plant.fail_dry_cooler_fans(ev.fraction) if start else plant.restore_dry_cooler_fans()
-        if self.state is not None:
-            self._boundaries()
-        return True
-
-    def control(self, key: str) -> np.ndarray:
-        plant = self.plant
-        values = {"cdu.t_supply_set": lambda: self.setpoint.copy(),
-                  "facility.t_facility_supply_set": lambda: np.array([plant.t_set]),
-                  "facility.t_cold_aisle_set": lambda: np.array([plant.t_cold_aisle_set]),
-                  "facility.cooling_mode": lambda: np.array([COOLING_MODES.index(plant.mode)])}
-        if key not in values:
-            return super().control(key)
-        return values[key]()
-
-    def set_control(self, key: str, values) -> None:
-        plant, values = self.plant, np.asarray(values)
-        if key == "cdu.t_supply_set":
-            self.setpoint[:] = values
-            for i, v in enumerate(self.setpoint):
-                plant.set_setpoint(cdu_supply=float(v), cdu=i)
-        elif key == "facility.t_facility_supply_set":
-            plant.set_setpoint(facility_water_supply=float(values.reshape(-1)[0]))
-        elif key == "facility.t_cold_aisle_set":
-            plant.set_setpoint(cold_aisle=float(values.reshape(-1)[0]))
-        elif key == "facility.cooling_mode":
-            plant.mode = COOLING_MODES[int(values.reshape(-1)[0])]
-        else:
-            super().set_control(key, values)
-
-    @property
-    def water(self) -> float:
-        """Make-up water used over the run [kg]."""
-        return self.plant.totals.water

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from twin.cooling.cdu import P_COOLING, SimpleCdu
-from twin.cooling.facility import HX_FLOW_EXPONENT, SECONDARY_LOOP_TIME
+from twin.cooling.cdu_bank import HX_FLOW_EXPONENT, SECONDARY_LOOP_TIME
 from twin.cooling.heat_rejection import SPEED_GRID, ntu_counterflow
 from twin.cooling.plant import fan_power, hx_outlets
 from twin.cooling.volumes import relax

@@ -13,7 +13,9 @@ defaults) with
     Thermal steps between its updates. A component with ``every = k`` steps on the first step
     of each block of k steps, over the block (``dt = k·h``), on the means of its inputs over
     the k steps up to and including this one (the steps so far at the start); its outputs are
-    held through the block. With k = 1 that is every step on that step's inputs.
+    held through the block. With k = 1 that is every step on that step's inputs. Inputs that
+    components of the same rate write are read as they are, not averaged (equipment of one
+    plant, stepping together, hands its results on within the step).
 ``events: tuple[str, ...]``
     The event kinds it owns; ``apply(action)`` is called for each of their actions.
 ``controls: tuple[Control, ...]``
@@ -24,8 +26,9 @@ defaults) with
 ``initialise(state)``, ``step(t, dt, state)``, ``apply(action)``, ``finalise(state)``
 
 Variables that are not recorded (``record=False``) carry internal coupling between components,
-e.g. boundaries for the next step. A variable's value is an ndarray of its entities (facility:
-one), or, for ``per_substep`` variables, of shape (workload sub-steps, entities).
+e.g. boundaries for the next step, or what one piece of equipment hands the next within a step
+(a number, or a dict of them). A recorded variable's value is an ndarray of its entities
+(facility: one), or, for ``per_substep`` variables, of shape (workload sub-steps, entities).
 """
 
 from __future__ import annotations
@@ -220,7 +223,11 @@ class Schedule:
     def __init__(self, components, h: float):
         self.components = list(components)
         self.h = h
-        self._multi = {id(c): (c, dict.fromkeys(c.inputs), [0]) for c in self.components if c.every > 1}
+        rate = {v.key: c.every for c in self.components for v in c.outputs}
+        # A multi-rate component averages what faster components write; what components of its
+        # own rate write (earlier in the same step, or held from their last) it reads as it is.
+        self._multi = {id(c): (c, dict.fromkeys(k for k in c.inputs if rate.get(k, 1) != c.every), [0])
+                       for c in self.components if c.every > 1}
         self._count = 0
         self.owners: dict[str, list] = {}
         for c in self.components:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from twin.cooling.cdu import PlantCdu, SimpleCdu
+from twin.cooling.cdu import SimpleCdu
 from twin.cooling.cdu_pumps import CduPumps
 from twin.network.component import NetworkPower
 from twin.power.chain import PowerChain, design_ac_power
@@ -205,7 +205,8 @@ class Simulation:
         self.components = [NetworkPower(self.network), self.demand, self.chips]
         if self.jobs is not None:
             self.components.append(JobAccounting(self.jobs))
-        self.components += [Shelves(sy, tot), self.racks, self.cooling, self.chain, self.governors]
+        cooling = self.cooling.components if self.plant is not None else [self.cooling]
+        self.components += [Shelves(sy, tot), self.racks, *cooling, self.chain, self.governors]
 
     def _build_cdus(self, loaded):
         """The CDU model of a scenario without a plant: the one registered for its CDUs' kind."""
@@ -222,7 +223,7 @@ class Simulation:
             return SimpleCdu(sy, sc.site.facility_water_supply, sc.site.cold_aisle, pumps, volume)
         return CDU_MODELS[kinds[0]](sy, sc.site.facility_water_supply, sc.site.cold_aisle, pumps, entries)
 
-    def _build_plant(self, loaded) -> PlantCdu:
+    def _build_plant(self, loaded):
         """The facility cooling plant of the scenario's ``plant:`` behind the CDUs."""
         import pandas as pd
 
@@ -238,18 +239,19 @@ class Simulation:
         day = start.day_of_year + (start - start.normalize()).total_seconds() / 86400.0
         # Multi-rate: the plant (time constants of minutes) may update every k thermal steps.
         every = max(1, int(round((sc.plant.step or self.h) / self.h)))
+        # the supply pipes between each CDU and its racks (plug flow; none where the catalogue has no volume)
+        volume = np.array([cat.cdus[t].supply_volume.si if cat.cdus[t].supply_volume is not None else 0.0
+                           for t in sy.cdu_template])
         try:
             self.plant = Plant(sc.plant, cat, list(sy.cdu_template), sy.cdu_setpoint, design_flow,
-                               self.h * every, start_day_of_year=day, base_dir=loaded.base,
-                               coolant=sy.extra["coolant"])
+                               self.h * every, start_day_of_year=day, base_dir=loaded.base, every=every,
+                               system=sy, supply_volume=volume, coolant=sy.extra["coolant"])
             why = self.plant.weather.span_error(sc.time.duration)  # before the run, not at its end
             if why is not None:
                 raise FieldError(("plant", "weather", "file"), why)
         except FieldError as exc:
             raise loaded.locate(exc) from None
-        volume = np.array([cat.cdus[t].supply_volume.si if cat.cdus[t].supply_volume is not None else 0.0
-                           for t in sy.cdu_template])
-        return PlantCdu(self.plant, every, sy, volume)
+        return self.plant
 
     def _check_event_owners(self) -> None:
         for i, ev in enumerate(self.scenario.events):

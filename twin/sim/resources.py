@@ -35,8 +35,6 @@ BASE_BYTES = 300 * 2**20
 MEMORY_SHARE = 0.75
 
 
-#: Components present only with a ``plant:`` (their variables are not recorded without one).
-PLANT_ONLY_WRITERS = {"PlantCdu"}
 
 
 def physical_memory() -> int:
@@ -133,7 +131,9 @@ def estimate(scenario: Scenario, catalog, streamed: bool = False) -> Estimate:
     streamed : bool
         The result is streamed to Zarr (bounded buffers) rather than kept in memory.
     """
-    from twin.sim.variables import VARIABLES, writers
+    from twin.sim.variables import PLANT_EQUIPMENT, VARIABLES, writers
+
+    plant_only = {c.__name__ for c in PLANT_EQUIPMENT}  # their variables are recorded only with a plant
 
     per = _per_template(catalog)
     devices = sleds = racks = 0
@@ -163,7 +163,7 @@ def estimate(scenario: Scenario, catalog, streamed: bool = False) -> Estimate:
         n = substeps // every
         names = record.variables.get(group) or [
             v for v in VARIABLES[group]
-            if scenario.plant is not None or set(writers(f"{group}.{v}")) - PLANT_ONLY_WRITERS]
+            if scenario.plant is not None or set(writers(f"{group}.{v}")) - plant_only]
         row = 8.0 * sizes[group] * len(names)
         samples += n
         if streamed:

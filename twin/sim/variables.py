@@ -14,7 +14,13 @@ variables (``last``, e.g. a job's ``state``) hold the value at the end of the in
 
 from __future__ import annotations
 
-from twin.cooling.cdu import PlantCdu, SimpleCdu
+from twin.cooling.cdu import SimpleCdu
+from twin.cooling.cdu_bank import CduDemand, CduLoops
+from twin.cooling.chilled_water import ChilledWater
+from twin.cooling.chiller import Chiller
+from twin.cooling.facility import PlantLedger
+from twin.cooling.facility_water import FacilityReturn, FacilitySupply
+from twin.cooling.rejection import HeatRejection
 from twin.cooling.liquid_to_air import LiquidToAirCdu
 from twin.network.component import NetworkPower
 from twin.power.chain import PowerChain
@@ -22,13 +28,20 @@ from twin.power.chips import ChipPower, Governors
 from twin.power.shelves import Shelves
 from twin.scenario.errors import FieldError
 from twin.sim.component import GROUPS, Var
+from twin.site.station import WeatherStation
 from twin.thermal.racks import RackThermal
 from twin.workload.components import Demand, JobAccounting
 
+#: The facility plant's equipment (:mod:`twin.cooling.facility`), in step order.
+PLANT_EQUIPMENT: tuple[type, ...] = (
+    WeatherStation, CduDemand, FacilitySupply, CduLoops, FacilityReturn, ChilledWater, Chiller, HeatRejection,
+    PlantLedger,
+)
+
 #: Component classes, in the order their variables are listed.
 COMPONENT_TYPES: tuple[type, ...] = (
-    NetworkPower, Shelves, PowerChain, SimpleCdu, PlantCdu, LiquidToAirCdu, RackThermal, ChipPower, Governors, Demand,
-    JobAccounting,
+    NetworkPower, Shelves, PowerChain, SimpleCdu, *PLANT_EQUIPMENT, LiquidToAirCdu, RackThermal, ChipPower, Governors,
+    Demand, JobAccounting,
 )
 
 #: CDU models without a plant, by the catalogue CDU ``kind`` they bring in; a scenario's CDUs use
