@@ -265,8 +265,11 @@ class PlantLedger(Component):
 # --------------------------------------------------------------------------------------------
 # The plant: its equipment, built from the scenario, stepping together
 # --------------------------------------------------------------------------------------------
-#: Facility variables the plant writes and the racks or the power chain read (inputs of the plant).
-PLANT_INPUTS = ("cdu.q_in", "cdu.flow", "facility.q_air", "facility.p_it")
+#: The plant's equipment in step order (for the variable registry; :class:`Plant` builds them).
+PLANT_EQUIPMENT: tuple[type, ...] = (
+    WeatherStation, CduDemand, FacilitySupply, CduLoops, FacilityReturn, ChilledWater, Chiller, HeatRejection,
+    PlantLedger,
+)
 
 
 class Plant:

@@ -1,7 +1,8 @@
 """The registry of quantities: every variable any component can write, from their declarations.
 
 :data:`COMPONENT_TYPES` lists the component classes (a new piece of equipment is registered
-here, one line); :data:`DECLARED` maps ``"group.name"`` to its :class:`~twin.sim.component.Var`;
+here, one line, or for the plant in :data:`twin.cooling.facility.PLANT_EQUIPMENT`);
+:data:`DECLARED` maps ``"group.name"`` to its :class:`~twin.sim.component.Var`;
 :data:`VARIABLES` (group → name → (units, long_name)) holds the recorded ones for the dataset
 attributes, the Prometheus help text, the scenario's ``record.variables`` check and the README
 variable table (:func:`variable_table`). A variable has one definition: two classes that write
@@ -15,12 +16,7 @@ variables (``last``, e.g. a job's ``state``) hold the value at the end of the in
 from __future__ import annotations
 
 from twin.cooling.cdu import SimpleCdu
-from twin.cooling.cdu_bank import CduDemand, CduLoops
-from twin.cooling.chilled_water import ChilledWater
-from twin.cooling.chiller import Chiller
-from twin.cooling.facility import PlantLedger
-from twin.cooling.facility_water import FacilityReturn, FacilitySupply
-from twin.cooling.rejection import HeatRejection
+from twin.cooling.facility import PLANT_EQUIPMENT
 from twin.cooling.liquid_to_air import LiquidToAirCdu
 from twin.network.component import NetworkPower
 from twin.power.chain import PowerChain
@@ -28,15 +24,8 @@ from twin.power.chips import ChipPower, Governors
 from twin.power.shelves import Shelves
 from twin.scenario.errors import FieldError
 from twin.sim.component import GROUPS, Var
-from twin.site.station import WeatherStation
 from twin.thermal.racks import RackThermal
 from twin.workload.components import Demand, JobAccounting
-
-#: The facility plant's equipment (:mod:`twin.cooling.facility`), in step order.
-PLANT_EQUIPMENT: tuple[type, ...] = (
-    WeatherStation, CduDemand, FacilitySupply, CduLoops, FacilityReturn, ChilledWater, Chiller, HeatRejection,
-    PlantLedger,
-)
 
 #: Component classes, in the order their variables are listed.
 COMPONENT_TYPES: tuple[type, ...] = (

@@ -1,0 +1,67 @@
+"""The plant as separately scheduled equipment: each piece one component (or two stages of one),
+stepping at the plant's rate, owning its own events and controls."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.conftest import SCENARIOS
+from twin.cooling.cdu_bank import CduDemand, CduLoops
+from twin.cooling.chilled_water import ChilledWater
+from twin.cooling.chiller import Chiller
+from twin.cooling.facility import PLANT_EQUIPMENT, PlantLedger
+from twin.cooling.facility_water import FacilityReturn, FacilitySupply
+from twin.cooling.rejection import HeatRejection
+from twin.scenario import load_scenario
+from twin.sim.driver import Simulation
+from twin.site.station import WeatherStation
+
+
+def _sim(**over):
+    return Simulation(load_scenario(SCENARIOS / "design-day-phoenix.yaml", {"time": {"duration": "2 min"}, **over}))
+
+
+def test_each_piece_of_equipment_is_scheduled_at_the_plant_step():
+    sim = _sim(plant={"step": "5 s"}, time={"duration": "2 min", "step": "1 s"})
+    every = int(round(sim.scenario.plant.step / sim.h))
+    plant = [c for c in sim.components if type(c) in PLANT_EQUIPMENT]
+    assert [type(c) for c in plant] == list(PLANT_EQUIPMENT)
+    assert every > 1 and all(c.every == every for c in plant)
+    # each output has exactly one writer, and each piece writes something of its own
+    for c in plant:
+        assert c.outputs and all(sim.state.owner[v.key] == c.name for v in c.outputs)
+
+
+def test_events_and_controls_go_to_the_equipment_that_owns_them():
+    sim = _sim()
+    owners = {kind: [c.name for c in cs] for kind, cs in sim.schedule.owners.items()}
+    assert owners["chiller_trip"] == ["Chiller"]
+    assert owners["dry_cooler_fan_failure"] == ["HeatRejection"]
+    assert owners["cdu_pump_trip"] == ["CduLoops"] and owners["cdu_failure"] == ["CduLoops"]
+    assert "Chiller" in owners["utility_outage"]
+    controls = {ctl.key: c.name for c in sim.components for ctl in c.controls}
+    assert controls["cdu.t_supply_set"] == "CduLoops"
+    assert controls["facility.t_facility_supply_set"] == "FacilitySupply"
+    assert controls["facility.cooling_mode"] == "FacilitySupply"
+    assert controls["facility.t_cold_aisle_set"] == "ChilledWater"
+
+
+def test_a_chiller_trip_reaches_the_facility_water_through_the_state():
+    """The chillers publish the capacity in service; the facility water reads it: with them
+    tripped on a hot design day the economiser runs on free cooling alone (mode 2) and the
+    chillers draw nothing."""
+    events = [{"kind": "chiller_trip", "at": "0 s", "duration": "1 h"}]
+    sim = _sim(events=events)
+    sim.run()
+    assert sim.state["facility.chiller_available"] == 0.0
+    assert float(sim.state["facility.p_chiller"][0]) == 0.0
+    assert float(sim.state["facility.economiser"][0]) == 2.0
+
+
+def test_equipment_classes_are_the_registry():
+    from twin.sim.variables import COMPONENT_TYPES
+
+    assert PLANT_EQUIPMENT == (WeatherStation, CduDemand, FacilitySupply, CduLoops, FacilityReturn, ChilledWater,
+                               Chiller, HeatRejection, PlantLedger)
+    assert set(PLANT_EQUIPMENT) <= set(COMPONENT_TYPES)
+    assert np.all([hasattr(c, "outputs") for c in PLANT_EQUIPMENT])
