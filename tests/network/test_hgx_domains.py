@@ -101,7 +101,7 @@ def test_serving_uses_the_fabric_its_racks_declare(tmp_path):
     loaded = load_scenario(write_scenario(tmp_path, data, "serve.yaml"))
     assert scale_up_link(loaded.catalog, "h100-sxm")[0] == 450e9  # the first entry naming one: HGX H100's
     sim = Simulation(loaded)
-    args = sim.jobs.jobs[0].pool_args
+    args = sim.jobs.jobs[0].kind_state.pool_args
     nv3 = cat.fabrics["nvlink-3"]
     assert args["fabric_bandwidth"] == nv3.bandwidth.si == 300e9
     assert declared_link(cat, ["nvlink-4", "nvlink-3", ""]) == (300e9, max(nv3.latency.si, cat.fabrics["nvlink-4"].latency.si))
