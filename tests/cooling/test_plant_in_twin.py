@@ -163,3 +163,28 @@ def test_chiller_trip_on_a_hot_day_warms_the_facility_water():
     assert float(f["p_chiller"].isel(time=slice(0, 290)).mean()) > 0
     assert float(f["p_chiller"].isel(time=slice(400, None)).max()) == 0.0
     assert float(f["t_facility_supply"][-1]) > float(f["t_facility_supply"][250]) + 3.0
+
+
+@pytest.mark.slow
+def test_readme_annual_table_is_these_runs():
+    """The README's annual table (the Leesburg hall on W32 in three climates and with cooling
+    towers) is what a year of ``annual-leesburg.yaml`` gives with the weather file changed: PUE
+    to the three decimals shown, chiller and full free-cooling hours to the hour, WUE to
+    0.01 L/kWh."""
+    text = (SCENARIOS.parent / "README.md").read_text(encoding="utf-8")
+    annual = text.split("| climate (dry coolers, W32) |", 1)[1].split("\n\n", 1)[0]
+    cases = {"Phoenix AZ": ("Phoenix", {}), "Leesburg VA": ("Leesburg", {}), "Seattle WA": ("Seattle", {}),
+             "Leesburg VA, cooling towers": ("Leesburg", {"heat_rejection": {"kind": "cooling_tower"}})}
+    for label, (city, extra) in cases.items():
+        row = next(r for r in annual.splitlines() if r.startswith(f"| {label} |"))
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        plant = {"weather": {"kind": "epw", "file": city}, **extra}
+        sim = Simulation(load_scenario(ANNUAL, {"plant": plant, "record": {"rack": "off", "cdu": "off",
+                                                                            "device": "off"}}))
+        sim.run()
+        k = summary(sim)
+        assert f"{k['pue']:.3f}" == cells[1], (label, k["pue"])
+        assert round(k["chiller_hours"]) == int(cells[3].replace(",", "")), (label, k["chiller_hours"])
+        assert round(k["full_free_cooling_hours"]) == int(cells[4].replace(",", "")), label
+        wue = 0.0 if cells[5] == "0" else float(cells[5].split()[0])
+        assert k["wue_L_per_kWh"] == pytest.approx(wue, abs=0.005), label
