@@ -324,7 +324,8 @@ def _covariance(r: np.ndarray, J: np.ndarray, group: np.ndarray) -> np.ndarray:
     _, sv, vt = np.linalg.svd(Jw, full_matrices=False)
     tiny = np.finfo(float).eps * max(J.shape) * (sv[0] if sv.size else 0.0)
     inv = np.where(sv > tiny, 1.0 / np.maximum(sv, tiny) ** 2, np.inf)
-    return (vt.T * inv) @ vt
+    with np.errstate(invalid="ignore"):  # an unidentifiable direction: inf × 0 gives NaN (σ undefined)
+        return (vt.T * inv) @ vt
 
 
 def _blocks(m_rows: np.ndarray, times: int, rng, length: int) -> np.ndarray:
