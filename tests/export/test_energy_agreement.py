@@ -11,7 +11,7 @@ from tests.conftest import SCENARIOS
 from tests.export.helpers import families, scrape_text
 from twin.export.dataset import build_tree, summary
 from twin.export.openmetrics import write_openmetrics
-from twin.export.prometheus import COUNTERS
+from twin.export.prometheus import COUNTERS, METRICS, metric_scale
 from twin.scenario import load_scenario
 from twin.sim.driver import Simulation
 
@@ -61,3 +61,17 @@ def test_facility_energy_includes_cooling_and_every_loss(phoenix):
 
 def test_every_counter_is_a_declared_integral():
     assert {c.name for c in COUNTERS} >= set(KPI_OF) | {"twin_rack_energy_joules", "twin_cooling_energy_joules"}
+
+
+def test_every_recorded_facility_variable_is_a_live_metric(phoenix):
+    """Each facility variable of the dataset (the UPS battery's energy and recharge power, the
+    electrical losses, the plant's powers) is published live with the dataset's last sample
+    (the collector reads the recorder's latest complete interval mean: the same number)."""
+    sim, _, live, _ = phoenix
+    fac = build_tree(sim)["facility"].to_dataset()
+    assert {"e_ups_battery", "p_ups_battery_charge", "p_ups_loss"} <= set(fac.data_vars)
+    for variable in fac.data_vars:
+        name = METRICS[("facility", variable)]
+        (value,) = [s.value for s in live[name].samples]
+        expected = float(fac[variable][-1]) * metric_scale("facility", variable)
+        assert value == pytest.approx(expected, rel=1e-12), name

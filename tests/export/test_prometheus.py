@@ -184,21 +184,27 @@ def test_unrecorded_variables_and_groups_are_skipped():
     assert "twin_devices_power_watts" not in s and "twin_devices" in s
 
 
+def test_every_recorded_facility_variable_has_a_metric():
+    """Facility-level variables are one series each: all of them are published (a variable
+    declared later without a METRICS line fails here, not silently on a dashboard)."""
+    assert set(VARIABLES["facility"]) <= {v for g, v in METRICS if g == "facility"}
+
+
 def test_adding_a_metric_is_one_mapping_line(quick, monkeypatch):
     """A new variable (as later issues add) becomes a metric through METRICS alone."""
-    monkeypatch.setitem(VARIABLES["facility"], "t_outdoor", ("degC", "outdoor dry-bulb temperature"))
-    monkeypatch.setitem(METRICS, ("facility", "t_outdoor"), "twin_outdoor_temperature_celsius")
-    assert "twin_outdoor_temperature_celsius" not in samples(scrape_text(quick))  # not recorded: skipped
+    monkeypatch.setitem(VARIABLES["facility"], "t_dew_point", ("degC", "outdoor dew-point temperature"))
+    monkeypatch.setitem(METRICS, ("facility", "t_dew_point"), "twin_outdoor_dew_point_temperature_celsius")
+    assert "twin_outdoor_dew_point_temperature_celsius" not in samples(scrape_text(quick))  # not recorded
     recorded = type(quick.recorder).latest.fget
 
     def latest(rec):
         out = recorded(rec)
-        out["facility"] = dict(out["facility"], t_outdoor=np.array([21.5]))
+        out["facility"] = dict(out["facility"], t_dew_point=np.array([21.5]))
         return out
 
     monkeypatch.setattr(type(quick.recorder), "latest", property(latest))
-    fam = families(scrape_text(quick))["twin_outdoor_temperature_celsius"]
-    assert fam.documentation == "Outdoor dry-bulb temperature [degC]."
+    fam = families(scrape_text(quick))["twin_outdoor_dew_point_temperature_celsius"]
+    assert fam.documentation == "Outdoor dew-point temperature [degC]."
     assert [(s.labels, s.value) for s in fam.samples] == [({}, 21.5)]
 
 

@@ -4,7 +4,8 @@ Every recorded variable of :data:`twin.sim.variables.VARIABLES` that has a Prome
 listed once in :data:`METRICS` (``(group, variable) → metric name``); labels come from the
 group (:data:`GROUP_LABELS`) and help from the variable's ``long_name`` and units. Adding a
 metric for a new variable is one line in :data:`METRICS`; a variable the scenario does not record
-is skipped. The same tables drive the live collector (:class:`TwinCollector`) and the OpenMetrics
+is skipped. Every recorded facility-level variable has a metric (one series each, so the cost is
+nil; the tests hold the table to the declarations). The same tables drive the live collector (:class:`TwinCollector`) and the OpenMetrics
 writer (:mod:`twin.export.openmetrics`), so live and backfilled data have the same names.
 
 Names follow DESIGN.md: prefix ``twin_``, base units in the name (watts, joules, celsius,
@@ -79,6 +80,25 @@ METRICS: dict[tuple[str, str], str] = {
     ("facility", "pue"): "twin_pue_ratio",
     ("facility", "t_facility_supply"): "twin_facility_water_supply_temperature_celsius",
     ("facility", "t_cold_aisle"): "twin_cold_aisle_temperature_celsius",
+    ("facility", "p_network"): "twin_network_power_watts",
+    ("facility", "p_busway_loss"): "twin_busway_loss_watts",
+    ("facility", "p_ups_loss"): "twin_ups_loss_watts",
+    ("facility", "p_transformer_loss"): "twin_transformer_loss_watts",
+    ("facility", "p_misc"): "twin_misc_power_watts",
+    ("facility", "p_electrical_room_cooling"): "twin_electrical_room_cooling_power_watts",
+    ("facility", "p_ups_battery_charge"): "twin_ups_battery_charge_power_watts",
+    ("facility", "e_ups_battery"): "twin_ups_battery_energy_joules",
+    ("facility", "t_outdoor"): "twin_outdoor_temperature_celsius",
+    ("facility", "t_wet_bulb"): "twin_outdoor_wet_bulb_temperature_celsius",
+    ("facility", "t_facility_return"): "twin_facility_water_return_temperature_celsius",
+    ("facility", "p_crah"): "twin_crah_fan_power_watts",
+    ("facility", "p_chiller"): "twin_chiller_power_watts",
+    ("facility", "p_heat_rejection_fans"): "twin_heat_rejection_fan_power_watts",
+    ("facility", "water"): "twin_makeup_water_grams_per_second",
+    ("facility", "p_cdu_pumps"): "twin_cdu_pumps_power_watts",
+    ("facility", "p_facility_pumps"): "twin_facility_pump_power_watts",
+    ("facility", "economiser"): "twin_economiser_mode",
+    ("facility", "chiller_on"): "twin_chiller_on_ratio",
     ("cdu", "t_supply"): "twin_cdu_supply_temperature_celsius",
     ("cdu", "t_return"): "twin_cdu_return_temperature_celsius",
     ("cdu", "flow"): "twin_cdu_flow_grams_per_second",
