@@ -14,8 +14,10 @@ pump power, heat removed and the facility's cooling power.
   valves) in front of the plant's other equipment (:mod:`twin.cooling.facility`), stepping every
   ``plant.step`` on block means of its inputs.
 
-Both own the CDU events (pump trip, CDU failure with failover, set-point change); the plant's
-other equipment owns the plant-wide events.
+Both are :class:`CduComponent`: one implementation of the CDU events (pump trip, CDU failure
+with failover, set-point change), of the secondary-supply set-point control and of the flow
+factor, over the state each keeps (set-points, pumps, CDUs down); the plant's other equipment
+owns the plant-wide events.
 """
 
 from __future__ import annotations
@@ -61,7 +63,68 @@ T_COLD_AISLE_SET = Control("facility", "t_cold_aisle_set", "degC", "cold-aisle (
                            *COLD_AISLE_RANGE)
 
 
-class SimpleCdu(Component):
+class CduComponent(Component):
+    """The CDU interface: the CDU events, the supply set-point control and the flow factor.
+
+    An implementation keeps ``setpoint`` (secondary supply set-point of each CDU, in force)
+    [degC], ``pumps`` (:class:`~twin.cooling.cdu_pumps.CduPumps`), ``down`` (CDUs failed) and
+    ``cdu_names``, and gives the racks their boundaries again in :meth:`publish` after any of
+    them changes.
+    """
+
+    events = CDU_EVENTS
+    controls = (T_SUPPLY_SET,)
+    setpoint: np.ndarray
+    pumps: CduPumps
+    down: np.ndarray
+    cdu_names: np.ndarray
+    _saved_setpoint: dict
+
+    @property
+    def flow_factor(self) -> np.ndarray:
+        """Secondary flow each CDU gives relative to design [1]: its running pumps on the
+        loop's curve (:attr:`~twin.cooling.cdu_pumps.CduPumps.flow_factor`; one of two parallel
+        pumps alone ≈ 0.69), 0 while the CDU is down."""
+        return np.where(self.down, 0.0, self.pumps.flow_factor)
+
+    def publish(self) -> None:
+        """Give the racks their supply and flow boundaries again (after an event or a control)."""
+
+    def apply(self, action) -> bool:
+        """A set-point change (restored when it ends), a pump trip (the running pumps on the
+        loop's curve until a standby takes over or it clears) or a CDU failure (no flow until
+        it clears or fails over) on the CDUs the event's target names."""
+        ev, start = action.event, action.what == "start"
+        idx = cdu_targets(ev.target, self.cdu_names)
+        if ev.kind == "setpoint_change":
+            if start:
+                self._saved_setpoint[action.index] = self.setpoint[idx].copy()
+                self.setpoint[idx] = ev.value
+            else:
+                self.setpoint[idx] = self._saved_setpoint.pop(action.index)
+        elif ev.kind == "cdu_pump_trip":
+            act = {"start": lambda j: self.pumps.trip(j, ev.count), "failover": self.pumps.failover,
+                   "clear": self.pumps.restore}[action.what]
+            for i in idx:
+                act(int(i))
+        else:  # CDU failure: no flow until cleared or failed over
+            self.down[idx] = start
+        self.publish()
+        return True
+
+    def control(self, key: str) -> np.ndarray:
+        if key == T_SUPPLY_SET.key:
+            return self.setpoint.copy()
+        return super().control(key)
+
+    def set_control(self, key: str, values) -> None:
+        if key != T_SUPPLY_SET.key:
+            super().set_control(key, values)
+        self.setpoint[:] = np.asarray(values)
+        self.publish()
+
+
+class SimpleCdu(CduComponent):
     """CDUs fed by facility water at a constant temperature (no plant model).
 
     Parameters
@@ -92,13 +155,12 @@ class SimpleCdu(Component):
 
     inputs = ("cdu.flow", "cdu.q_in")
     outputs = (P_PUMP, Q, P_COOLING, T_FACILITY_SUPPLY, T_SUPPLY_NEXT, FLOW_FACTOR, T_COLD_AISLE_NEXT)
-    events = CDU_EVENTS
-    controls = (T_SUPPLY_SET,)
     phase = "integration"
 
     def __init__(self, system, t_facility: float, t_cold_aisle: float, pumps: CduPumps,
                  supply_volume=None):
         self.sy = system
+        self.cdu_names = system.cdu_name
         n = system.cdu_name.size
         self.supply_volume = np.zeros(n) if supply_volume is None else np.asarray(supply_volume, dtype=float)
         self.line = None  # the supply pipes (built on the first step, sized to its length)
@@ -110,12 +172,6 @@ class SimpleCdu(Component):
         self.down = np.zeros(system.cdu_name.size, dtype=bool)
         self._saved_setpoint: dict[int, np.ndarray] = {}
         self.state = None
-
-    @property
-    def flow_factor(self) -> np.ndarray:
-        """Secondary flow each CDU gives relative to design [1]: its running pumps on the
-        loop's curve, 0 while the CDU is down."""
-        return np.where(self.down, 0.0, self.pumps.flow_factor)
 
     @property
     def t_outlet(self) -> np.ndarray:
@@ -155,32 +211,6 @@ class SimpleCdu(Component):
         self.t_racks = self.line.step(self.t_outlet, flow, dt)
         self._boundaries()
 
-    def apply(self, action) -> bool:
-        ev, start = action.event, action.what == "start"
-        idx = cdu_targets(ev.target, self.sy.cdu_name)
-        if ev.kind == "setpoint_change":
-            if start:
-                self._saved_setpoint[action.index] = self.setpoint[idx].copy()
-                self.setpoint[idx] = ev.value
-            else:
-                self.setpoint[idx] = self._saved_setpoint.pop(action.index)
-        elif ev.kind == "cdu_pump_trip":
-            for i in idx:
-                {"start": lambda j: self.pumps.trip(j, ev.count), "failover": self.pumps.failover,
-                 "clear": self.pumps.restore}[action.what](int(i))
-        else:  # CDU failure: no flow until cleared or failed over
-            self.down[idx] = start
-        self._boundaries()
-        return True
-
-    def control(self, key: str) -> np.ndarray:
-        if key == T_SUPPLY_SET.key:
-            return self.setpoint.copy()
-        return super().control(key)
-
-    def set_control(self, key: str, values) -> None:
-        if key != T_SUPPLY_SET.key:
-            super().set_control(key, values)
-        self.setpoint[:] = values
+    def publish(self) -> None:
         if self.state is not None:
             self._boundaries()

@@ -36,16 +36,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from twin.cooling.cdu import (
-    CDU_EVENTS, FLOW_FACTOR, P_PUMP, Q, T_SUPPLY_NEXT, T_SUPPLY_SET, VALVE,
-)
+from twin.cooling.cdu import FLOW_FACTOR, P_PUMP, Q, T_SUPPLY_NEXT, VALVE, CduComponent
 from twin.cooling.cdu_pumps import CduPumps
 from twin.cooling.plant import hx_outlets
 from twin.cooling.transport import PlugFlowDelay
 from twin.cooling.volumes import relax
 from twin.scenario.errors import FieldError
 from twin.sim.component import Component, Var
-from twin.sim.events import cdu_targets
 from twin.units import CP_WATER, RHO_WATER
 
 #: Secondary-loop transit time used when a CDU entry has no ``secondary_volume`` [s] (estimate).
@@ -142,13 +139,6 @@ class CduBank:
         if self.t_racks is None:
             return self.cdu_supply.copy()
         return np.where(self.piped, self.t_racks, self.cdu_supply)
-
-    @property
-    def secondary_flow_factor(self) -> np.ndarray:
-        """Secondary flow available on each CDU relative to normal [1]: what its running pumps
-        give on the loop's curve (:attr:`~twin.cooling.cdu_pumps.CduPumps.flow_factor`; one of
-        two parallel pumps alone ≈ 0.69), 0 while the CDU is down."""
-        return np.where(self.cdu_down, 0.0, self.pumps.flow_factor)
 
     def stored_heat(self):
         """Σ C·T of the secondary loops [J] (from 0 degC)."""
@@ -284,31 +274,45 @@ class CduDemand(Component):
         state["facility.m_facility_water"] = cdu["m_f"]
 
 
-class CduLoops(Component):
+class CduLoops(CduComponent):
     """The CDUs' secondary loops over a plant step against the facility supply, their valves
     (PI) and the supply, flow and cold-aisle boundaries the racks get next.
 
-    Owns the CDU events (pump trip with failover, CDU failure with failover, set-point change)
-    and the CDU supply set-points.
+    The CDU interface (:class:`~twin.cooling.cdu.CduComponent`: CDU events, supply set-points)
+    over the bank's set-points, pumps and failed CDUs.
     """
 
     inputs = ("cdu.plant_step", "facility.t_facility_supply")
     outputs = (Q, VALVE, T_SUPPLY_NEXT, FLOW_FACTOR, Q_HX, STORED_CDUS)
-    events = CDU_EVENTS
-    controls = (T_SUPPLY_SET,)
     phase = "integration"
 
     def __init__(self, bank: CduBank, system, every: int = 1):
         self.bank = bank
         self.every = every
         self.sy = system
-        self.setpoint = system.cdu_setpoint.copy()
+        self.cdu_names = system.cdu_name
         self._saved_setpoint: dict[int, np.ndarray] = {}
         self.state = None
 
+    @property
+    def setpoint(self) -> np.ndarray:
+        return self.bank.cdu_setpoint
+
+    @property
+    def pumps(self) -> CduPumps:
+        return self.bank.pumps
+
+    @property
+    def down(self) -> np.ndarray:
+        return self.bank.cdu_down
+
+    def publish(self) -> None:
+        if self.state is not None:
+            self.boundaries(self.state)
+
     def boundaries(self, state) -> None:
         state["cdu.t_supply_next"] = self.bank.rack_supply()
-        state["cdu.flow_factor"] = self.bank.secondary_flow_factor
+        state["cdu.flow_factor"] = self.flow_factor
         state["facility.stored_cdus"] = self.bank.stored_heat()
 
     def initialise(self, state) -> None:
@@ -340,36 +344,3 @@ class CduLoops(Component):
             start = state["cdu.t_supply_next"].copy()
             bank.line = PlugFlowDelay(bank.supply_volume, start, capacity=min(max(steps, 8), 4096))
         bank.t_racks = bank.line.step(bank.cdu_supply, flow, dt)
-
-    def apply(self, action) -> bool:
-        ev, start, bank = action.event, action.what == "start", self.bank
-        idx = cdu_targets(ev.target, self.sy.cdu_name)
-        if ev.kind == "setpoint_change":
-            if start:
-                self._saved_setpoint[action.index] = self.setpoint[idx].copy()
-                self.setpoint[idx] = ev.value
-            else:
-                self.setpoint[idx] = self._saved_setpoint.pop(action.index)
-            bank.cdu_setpoint[idx] = self.setpoint[idx]
-        elif ev.kind == "cdu_pump_trip":
-            act = {"start": lambda j: bank.pumps.trip(j, ev.count), "failover": bank.pumps.failover,
-                   "clear": bank.pumps.restore}[action.what]
-            for i in idx:
-                act(bank.check(int(i)))
-        else:  # CDU failure: no flow until cleared or failed over
-            for i in idx:
-                bank.cdu_down[bank.check(int(i))] = start
-        if self.state is not None:
-            self.boundaries(self.state)
-        return True
-
-    def control(self, key: str) -> np.ndarray:
-        if key == T_SUPPLY_SET.key:
-            return self.setpoint.copy()
-        return super().control(key)
-
-    def set_control(self, key: str, values) -> None:
-        if key != T_SUPPLY_SET.key:
-            super().set_control(key, values)
-        self.setpoint[:] = np.asarray(values)
-        self.bank.cdu_setpoint[:] = self.setpoint

@@ -387,7 +387,7 @@ class Plant:
 
     @property
     def secondary_flow_factor(self) -> np.ndarray:
-        return self.cdus.secondary_flow_factor
+        return self.cdu_loops.flow_factor
 
     @property
     def pumps(self):
