@@ -33,7 +33,7 @@ from twin.sim.build import System, build_system
 from twin.sim.component import GROUPS, Schedule, State, step_mean
 from twin.sim.events import EventQueue
 from twin.sim.recorder import Recorder
-from twin.sim.threads import blas_threads, limited_blas
+from twin.sim.threads import blas_limiter, blas_threads, limited_blas
 from twin.sim.variables import CDU_MODELS, check_recorded
 from twin.thermal.integrators import INTEGRATORS
 from twin.thermal.racks import RackThermal
@@ -108,6 +108,17 @@ class Totals:
         """(AC energy in − heat out − stored) / AC energy in [1]."""
         out = self.e_liquid + self.e_air + (self.stored_end - self.stored_start)
         return (self.e_ac - out) / self.e_ac if self.e_ac else 0.0
+
+
+_LIMITERS: dict = {}
+
+
+def _blas_limiter(threads):
+    """:func:`~twin.sim.threads.blas_limiter` for ``threads``, built once per process (a
+    simulation may be deep-copied; the limiter stays out of it)."""
+    if threads not in _LIMITERS:
+        _LIMITERS[threads] = blas_limiter(threads)
+    return _LIMITERS[threads]
 
 
 class Simulation:
@@ -377,20 +388,52 @@ class Simulation:
 
     def step(self) -> None:
         """Advance one thermal step: events, components, energy counters, recorder."""
-        if self.events.first_time < self.time + self.h:
-            self._apply_events()
-        st, h, t = self.state, self.h, self.time
-        timing, now = self.timing, wallclock.perf_counter
-        self.schedule.step(t, st, timing)
-        t1 = now()
-        energy = self.totals.energy
-        for key in self._counters:
-            e = step_mean(st[key]) * h
-            energy[key] = e if energy[key] is None else energy[key] + e
-        self.recorder.add(st)
-        self.totals.steps += 1
-        self.step_index += 1
-        timing["recording"] += now() - t1
+        self._steps(1, True, None)
+
+    def advance(self, n_steps: int, record: bool = True, each=None) -> int:
+        """Advance ``n_steps`` thermal steps (fewer when the run ends first); returns how many.
+
+        This is how a controller advances the twin between its decisions: set controls with
+        ``component.set_control(key, values)``, then ``sim.advance(k, record=False)``. Each
+        step is exactly what :meth:`step` does (events due, components, energy counters), with
+        BLAS held to the run loop's threads (:mod:`twin.sim.threads`). ``each(state)``, when
+        given, is called after every step (to read the step's values, e.g. sums for an
+        observation).
+
+        With ``record=False`` the steps' values are not accumulated into the recorded series:
+        the samples of the intervals they touch are NaN (missing) so every later sample keeps
+        its time, while the energy counters, totals and KPIs stay exact. The components are not
+        finalised; :meth:`run` does that (and runs whatever steps are left).
+        """
+        n = max(0, min(int(n_steps), self.n_steps - self.step_index))
+        if n:
+            with _blas_limiter(self.blas_threads)():
+                self._steps(n, record, each)
+        return n
+
+    def _steps(self, n: int, record: bool, each) -> None:
+        """``n`` thermal steps (the caller keeps within the run)."""
+        st, h, sched, timing = self.state, self.h, self.schedule, self.timing
+        energy, counters, recorder, tot = self.totals.energy, self._counters, self.recorder, self.totals
+        now = wallclock.perf_counter
+        for _ in range(n):
+            t = self.step_index * h
+            if self.events.first_time < t + h:
+                self._apply_events()
+            sched.step(t, st, timing)
+            t1 = now()
+            for key in counters:
+                e = step_mean(st[key]) * h
+                energy[key] = e if energy[key] is None else energy[key] + e
+            if record:
+                recorder.add(st)
+            else:
+                recorder.skip(1)
+            tot.steps += 1
+            self.step_index += 1
+            timing["recording"] += now() - t1
+            if each is not None:
+                each(st)
 
     def run(self, progress=None, pace=None) -> Totals:
         """Run all steps. ``progress(done_steps, n_steps)`` is called about every 0.2 s of wall time.
@@ -407,7 +450,7 @@ class Simulation:
         last = t0
         try:
             while self.step_index < self.n_steps:
-                self.step()
+                self._steps(1, True, None)
                 if pace is not None:
                     pace(self.time)
                 if progress is not None and self.step_index % 64 == 0:

@@ -196,6 +196,31 @@ class Recorder:
                         rows[i] = value
                 self._emit(g, rows)
 
+    def skip(self, n_steps: int) -> None:
+        """Pass over ``n_steps`` thermal steps without their values: every sample of an interval
+        they touch is NaN (missing), so later samples keep their times. An interval with a
+        skipped part is missing as a whole (its mean would not be the interval's)."""
+        for g in self.groups.values():
+            left = n_steps * self.n_sub  # sub-steps
+            if g.count:  # an interval begun before: it is missing
+                take = min(left, g.every - g.count)
+                g.acc_buf[:] = np.nan
+                g.count += take
+                left -= take
+                if g.count == g.every:
+                    self._emit(g, np.full((g.n_vars, 1, g.n_entities), np.nan))
+                    g.acc_buf[:] = 0.0
+                    g.count = 0
+            full = left // g.every
+            left -= full * g.every
+            while full > 0 and g.room > 0:  # (a streamed buffer empties into the sink as it fills)
+                k = min(full, g.room)
+                self._emit(g, np.full((g.n_vars, k, g.n_entities), np.nan))
+                full -= k
+            if left:  # an interval begun here ends after: missing
+                g.acc_buf[:] = np.nan
+                g.count = left
+
     def _emit(self, g: _Group, rows: np.ndarray) -> None:
         """Store samples ``rows`` (variables, samples, entities), flushing full buffers."""
         n = rows.shape[1]
