@@ -189,12 +189,12 @@ class JobSet:
         return repair
 
     def _ownership(self):
-        """Held mask, owned devices and their jobs' indices, cached until a job is placed or
-        released (the only places ``owner`` changes)."""
+        """Held mask, owned devices, their jobs' indices and each device's job index + 1 (0:
+        none), cached until a job is placed or released (the only places ``owner`` changes)."""
         if self._owned is None:
             held = self.owner >= 0
             devices = np.flatnonzero(held)
-            self._owned = (held, devices, self.owner[devices])
+            self._owned = (held, devices, self.owner[devices], self.owner + 1)
         return self._owned
 
     @property
@@ -204,8 +204,10 @@ class JobSet:
 
     def account(self, p_mean: np.ndarray, h: float) -> None:
         """Attribute the step's mean device power [W] to jobs."""
-        _, devices, owner = self._ownership()
-        sums = np.bincount(owner, weights=p_mean[devices], minlength=len(self.jobs))
+        # One pass over all devices, free ones into bin 0, instead of gathering the owned ones
+        # (the same additions in the same device order: the same sums).
+        bins = self._ownership()[3]
+        sums = np.bincount(bins, weights=p_mean, minlength=len(self.jobs) + 1)[1:]
         for job, p in zip(self.jobs, sums):
             job.power = p
             job.energy += p * h
