@@ -4,17 +4,24 @@ stepping at the plant's rate, owning its own events and controls."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tests.conftest import SCENARIOS
 from twin.cooling.cdu_bank import CduDemand, CduLoops
 from twin.cooling.chilled_water import ChilledWater
 from twin.cooling.chiller import Chiller
-from twin.cooling.facility import PLANT_EQUIPMENT, PlantLedger
+from twin.cooling.equipment import plant_equipment
+from twin.cooling.facility import PlantLedger
 from twin.cooling.facility_water import FacilityReturn, FacilitySupply
 from twin.cooling.rejection import HeatRejection
 from twin.scenario import load_scenario
 from twin.sim.driver import Simulation
 from twin.site.station import WeatherStation
+
+PLANT_EQUIPMENT = plant_equipment()
+#: The equipment of every plant, in step order.
+BUNDLED = (WeatherStation, CduDemand, FacilitySupply, CduLoops, FacilityReturn, ChilledWater, Chiller, HeatRejection,
+           PlantLedger)
 
 
 def _sim(**over):
@@ -25,7 +32,8 @@ def test_each_piece_of_equipment_is_scheduled_at_the_plant_step():
     sim = _sim(plant={"step": "5 s"}, time={"duration": "2 min", "step": "1 s"})
     every = int(round(sim.scenario.plant.step / sim.h))
     plant = [c for c in sim.components if type(c) in PLANT_EQUIPMENT]
-    assert [type(c) for c in plant] == list(PLANT_EQUIPMENT)
+    assert plant == sim.plant.components  # the plant's equipment, in its order, scheduled as built
+    assert [type(c) for c in plant] == [c for c in PLANT_EQUIPMENT if c in BUNDLED]
     assert every > 1 and all(c.every == every for c in plant)
     # each output has exactly one writer, and each piece writes something of its own
     for c in plant:
@@ -59,9 +67,34 @@ def test_a_chiller_trip_reaches_the_facility_water_through_the_state():
 
 
 def test_equipment_classes_are_the_registry():
+    """The registry finds each piece of equipment in its module and orders it by its declared
+    stage; the variable registry declares all of their outputs."""
     from twin.sim.variables import COMPONENT_TYPES
 
-    assert PLANT_EQUIPMENT == (WeatherStation, CduDemand, FacilitySupply, CduLoops, FacilityReturn, ChilledWater,
-                               Chiller, HeatRejection, PlantLedger)
+    # the equipment every plant has, in this order (optional equipment steps between them)
+    assert [c for c in PLANT_EQUIPMENT if c in BUNDLED] == list(BUNDLED)
+    stages = [c.plant_stage for c in PLANT_EQUIPMENT]
+    assert stages == sorted(stages) and len(set(stages)) == len(stages)
     assert set(PLANT_EQUIPMENT) <= set(COMPONENT_TYPES)
-    assert np.all([hasattr(c, "outputs") for c in PLANT_EQUIPMENT])
+    assert np.all([hasattr(c, "outputs") and hasattr(c, "from_plant") for c in PLANT_EQUIPMENT])
+
+
+def test_two_pieces_of_equipment_at_one_stage_are_refused(monkeypatch):
+    """The step order is what the equipment declares: a tie would leave it to chance."""
+    import twin.cooling.equipment as eq
+
+    monkeypatch.setattr(Chiller, "plant_stage", ChilledWater.plant_stage)
+    eq.plant_equipment.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="share stage 50"):
+            eq.plant_equipment()
+    finally:
+        monkeypatch.undo()
+        eq.plant_equipment.cache_clear()
+
+
+def test_unknown_equipment_in_the_scenario_names_the_field():
+    from twin.scenario.errors import ScenarioError
+
+    with pytest.raises(ScenarioError, match=r"plant\.equipment\.no_such_unit: unknown equipment"):
+        _sim(plant={"equipment": {"no_such_unit": {}}})

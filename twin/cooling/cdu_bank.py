@@ -255,6 +255,11 @@ class CduDemand(Component):
     inputs = ("cdu.q_in", "cdu.flow")
     outputs = (P_PUMP, M_FACILITY, CDU_STEP)
     phase = "integration"
+    plant_stage = 10
+
+    @classmethod
+    def from_plant(cls, plant):
+        return cls(plant.cdus, plant.every)
 
     def __init__(self, bank: CduBank, every: int = 1):
         self.bank = bank
@@ -285,6 +290,11 @@ class CduLoops(CduComponent):
     inputs = ("cdu.plant_step", "facility.t_facility_supply")
     outputs = (Q, VALVE, T_SUPPLY_NEXT, FLOW_FACTOR, Q_HX, STORED_CDUS)
     phase = "integration"
+    plant_stage = 30
+
+    @classmethod
+    def from_plant(cls, plant):
+        return plant.cdu_loops
 
     def __init__(self, bank: CduBank, system, every: int = 1):
         self.bank = bank

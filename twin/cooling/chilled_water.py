@@ -52,6 +52,11 @@ class ChilledWater(Component):
     outputs = (P_CRAH, T_COLD_AISLE_NEXT, CHW_STEP, STORED_ROOM)
     controls = (T_COLD_AISLE_SET,)
     phase = "integration"
+    plant_stage = 50
+
+    @classmethod
+    def from_plant(cls, plant):
+        return plant.room
 
     def __init__(self, spec, catalog, unit, design_liquid: float, every: int = 1):
         self.every = every

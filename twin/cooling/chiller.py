@@ -42,6 +42,11 @@ class Chiller(Component):
     outputs = (P_CHILLER, AVAILABLE)
     events = ("chiller_trip", "utility_outage")
     phase = "integration"
+    plant_stage = 60
+
+    @classmethod
+    def from_plant(cls, plant):
+        return plant.chillers
 
     def __init__(self, spec, catalog, design_load: float, bank, every: int = 1):
         self.every = every

@@ -213,6 +213,9 @@ class PlantSpec(_Strict):
     #: Miscellaneous facility load as a share of the IT design load [1] (estimate: lighting at
     #: 5–10 W/m² of white space plus controls, security and offices; 0.5 % for a dense AI hall).
     misc_load: float = Field(0.005, ge=0, le=0.2)
+    #: Further plant equipment by its key (``plant.equipment.<key>: {options}``): each registered
+    #: piece of equipment (:mod:`twin.cooling.equipment`) validates its own options.
+    equipment: dict[str, dict | None] = {}
 
     @model_validator(mode="after")
     def _chilled_water(self):

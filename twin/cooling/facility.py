@@ -8,11 +8,13 @@ Heat path::
     (mixed volume) ─► dry coolers / towers (free cooling, fans modulating) ─► trim chiller (series)
     room air ─► CRAH coils ─► chilled-water circuit ─► its own free-cooling units + the chillers
 
-Equipment (:data:`EQUIPMENT`, in step order within a plant step; each one module):
-:mod:`twin.site.station` (weather), :mod:`twin.cooling.cdu_bank` (CDUs: demand, then loops and
-valves), :mod:`twin.cooling.facility_water` (supply, then return), :mod:`twin.cooling.chilled_water`
+Equipment (:func:`twin.cooling.equipment.plant_equipment`, found in their modules, in the step
+order each declares with its ``plant_stage``): :mod:`twin.site.station` (weather),
+:mod:`twin.cooling.cdu_bank` (CDUs: demand, then loops and valves),
+:mod:`twin.cooling.facility_water` (supply, then return), :mod:`twin.cooling.chilled_water`
 (room air, CRAHs, chilled water), :mod:`twin.cooling.chiller`, :mod:`twin.cooling.rejection`
-(dry coolers / towers), then :class:`PlantLedger` (cooling power, modes, the energy balance).
+(dry coolers / towers), any further equipment the scenario's ``plant.equipment`` names, then
+:class:`PlantLedger` (cooling power, modes, the energy balance).
 They step every ``plant.step`` on block means of what they read from the racks and the power
 chain, and read each other's outputs of the same plant step as they are. Each volume is
 integrated exactly over the step for inputs held over the step (a linear ODE
@@ -44,8 +46,9 @@ from twin.cooling.cdu_bank import (  # noqa: F401  (HX_FLOW_EXPONENT, SECONDARY_
 from twin.cooling.chilled_water import ChilledWater
 from twin.cooling.chiller import Chiller
 from twin.cooling.config import PlantSpec
-from twin.cooling.facility_water import FacilityReturn, FacilitySupply, FacilityWater
-from twin.cooling.rejection import HeatRejection, rejection_unit
+from twin.cooling.equipment import check_config, plant_equipment
+from twin.cooling.facility_water import FacilityWater
+from twin.cooling.rejection import rejection_unit
 from twin.sim.component import Component, State, Var, step_mean
 from twin.site.station import WeatherStation
 from twin.site.weather import Weather, build_weather
@@ -114,6 +117,7 @@ class PlantState:
     q_rejected: float  # heat rejected outdoors
     q_stored: float  # rate of change of stored heat
     stored_heat: float  # Σ C·T of the loop volumes and room air at the end of the step [J]
+    p_other: float = 0.0  # cooling power of further equipment (its ``cooling_power``), rejected outdoors
 
 
 @dataclass
@@ -169,12 +173,22 @@ class PlantLedger(Component):
               "facility.stored_room")
     outputs = LEDGER_VARS
     phase = "integration"
+    plant_stage = 100
 
     def __init__(self, every: int = 1):
         self.every = every
+        self.extra: tuple[str, ...] = ()  # further equipment's cooling power (``cooling_power``)
         self.totals = PlantTotals()
         self.plant_state: PlantState | None = None
         self.stored = 0.0
+
+    @classmethod
+    def from_plant(cls, plant):
+        """The plant's ledger, adding the ``cooling_power`` of the equipment built before it."""
+        ledger = plant.ledger
+        ledger.extra = tuple(k for c in plant.components for k in getattr(c, "cooling_power", ()))
+        ledger.inputs = cls.inputs + ledger.extra
+        return ledger
 
     @staticmethod
     def stored_heat(state) -> float:
@@ -212,6 +226,7 @@ class PlantLedger(Component):
         p_crah = chw["p_crah"]
         q_ch_total = fw["q_ch_fw"] + chw["q_ch_chw"]
         stored = self.stored_heat(state)
+        p_other = sum(float(state[k][0]) for k in self.extra)
         economiser = (FULL_FREE if not law["chiller_enabled"]
                       else PARTIAL if law["free_enabled"] else CHILLER_ONLY)
         return PlantState(
@@ -223,15 +238,15 @@ class PlantLedger(Component):
             t_facility_supply=float(state["facility.t_facility_supply"][0]),
             t_facility_return=float(state["facility.t_facility_return"][0]),
             t_chilled_water=chw["t_chw"],
-            p_cooling=p_cdu_total + p_pumps + p_fans + p_chiller + p_crah, p_cdu_pumps=p_cdu_total,
+            p_cooling=p_cdu_total + p_pumps + p_fans + p_chiller + p_crah + p_other, p_cdu_pumps=p_cdu_total,
             p_facility_pumps=p_pumps, p_heat_rejection_fans=p_fans, p_chiller=p_chiller, p_crah=p_crah,
             water=float(state["facility.water"][0]),
             economiser=economiser, chiller_on=bool(law["chiller_enabled"] or chw["q_ch_chw"] > 0),
             fan_speed=hr["speed_fw"], q_free=fw["q_free_fw"] + chw["q_free_chw"], q_chiller=q_ch_total,
             q_liquid=float(cdu["q_racks"].sum()), q_air=float(chw["q_air"]),
-            q_electric=p_cdu_total + p_pumps + p_crah + p_chiller,
-            q_rejected=fw["r_mean"] + (chw["q_chw"] - chw["deficit"]) + p_chiller,
-            q_stored=(stored - self.stored) / dt, stored_heat=stored,
+            q_electric=p_cdu_total + p_pumps + p_crah + p_chiller + p_other,
+            q_rejected=fw["r_mean"] + (chw["q_chw"] - chw["deficit"]) + p_chiller + p_other,
+            q_stored=(stored - self.stored) / dt, stored_heat=stored, p_other=p_other,
         )
 
     def _account(self, st: PlantState, p_it: float, t_cold_aisle_mean: float, dt: float):
@@ -265,18 +280,14 @@ class PlantLedger(Component):
 # --------------------------------------------------------------------------------------------
 # The plant: its equipment, built from the scenario, stepping together
 # --------------------------------------------------------------------------------------------
-#: The plant's equipment in step order (for the variable registry; :class:`Plant` builds them).
-PLANT_EQUIPMENT: tuple[type, ...] = (
-    WeatherStation, CduDemand, FacilitySupply, CduLoops, FacilityReturn, ChilledWater, Chiller, HeatRejection,
-    PlantLedger,
-)
 
 
 class Plant:
     """Facility cooling plant: CDUs, facility water, heat rejection, chillers, CRAHs.
 
-    Builds the equipment components (:attr:`components`, in step order) from the scenario's
-    ``plant:`` and the catalogue. In a simulation the driver schedules them with the rest of the
+    Builds the equipment components (:attr:`components`, in step order: each registered class
+    of :func:`~twin.cooling.equipment.plant_equipment` by its ``from_plant``) from the
+    scenario's ``plant:`` and the catalogue. In a simulation the driver schedules them with the rest of the
     twin; :meth:`step` and :meth:`initialise` step them on their own, on a state of the plant's
     own, with the racks' heat and flows given.
 
@@ -322,6 +333,8 @@ class Plant:
                  base_dir: Path | None = None, weather: Weather | None = None, every: int = 1,
                  system=None, supply_volume=None, coolant: dict | None = None):
         self.spec = spec
+        self.catalog = catalog
+        self.every = every
         self.dt = float(dt)
         if not self.dt > 0:
             raise ValueError(f"Plant: dt must be positive, got {dt}")
@@ -350,12 +363,15 @@ class Plant:
 
             system = SimpleNamespace(cdu_name=np.array([f"cdu-{i + 1}" for i in range(self.n_cdu)], dtype=object),
                                      cdu_setpoint=self.cdus.cdu_setpoint.copy())
+        self.system = system
         self.cdu_loops = CduLoops(self.cdus, system, every)
-        self.components: list = [
-            self.station, CduDemand(self.cdus, every), FacilitySupply(self.facility_water, every),
-            self.cdu_loops, FacilityReturn(self.facility_water, every), self.room, self.chillers,
-            HeatRejection(self.bank, self.chw_bank, self.chillers.water_cooled, every), self.ledger,
-        ]
+        check_config(spec)
+        #: the equipment in step order (each registered class, built by its ``from_plant``)
+        self.components: list = []
+        for cls in plant_equipment():
+            c = cls.from_plant(self)
+            if c is not None:
+                self.components.append(c)
         # -- power chain (used by the power-delivery model; checked here so a typo fails early)
         self.ups = lookup(catalog.ups, spec.ups.template, ("plant", "ups", "template"), "UPS template")
         self.transformer = lookup(catalog.transformers, spec.transformer.template,

@@ -210,6 +210,11 @@ class FacilitySupply(Component):
     outputs = (T_FACILITY_SUPPLY, FW_LAW)
     controls = (T_FACILITY_SUPPLY_SET, COOLING_MODE)
     phase = "integration"
+    plant_stage = 20
+
+    @classmethod
+    def from_plant(cls, plant):
+        return cls(plant.facility_water, plant.every)
 
     def __init__(self, water: FacilityWater, every: int = 1):
         self.water = water
@@ -251,6 +256,11 @@ class FacilityReturn(Component):
     inputs = ("facility.facility_water_law", "facility.q_cdus", "facility.chiller_available")
     outputs = (T_FACILITY_RETURN, FW_STEP, CHILLER_SPARE, STORED_FW)
     phase = "integration"
+    plant_stage = 40
+
+    @classmethod
+    def from_plant(cls, plant):
+        return cls(plant.facility_water, plant.every)
 
     def __init__(self, water: FacilityWater, every: int = 1):
         self.water = water

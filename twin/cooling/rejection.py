@@ -61,6 +61,11 @@ class HeatRejection(Component):
     outputs = (P_FANS, WATER, HR_STEP)
     events = ("dry_cooler_fan_failure",)
     phase = "integration"
+    plant_stage = 70
+
+    @classmethod
+    def from_plant(cls, plant):
+        return cls(plant.bank, plant.chw_bank, plant.chillers.water_cooled, plant.every)
 
     def __init__(self, bank: HeatRejectionBank, chw_bank: HeatRejectionBank, water_cooled: bool, every: int = 1):
         self.bank, self.chw_bank = bank, chw_bank

@@ -3,7 +3,7 @@
 Every recorded variable of :data:`twin.sim.variables.VARIABLES` that has a Prometheus name is
 listed once in :data:`METRICS` (``(group, variable) → metric name``); labels come from the
 group (:data:`GROUP_LABELS`) and help from the variable's ``long_name`` and units. Adding a
-metric for a new variable is one line in :data:`METRICS`; a variable the scenario does not record
+metric for a new variable is one line in :data:`METRICS` (or its declaration's ``metric``); a variable the scenario does not record
 is skipped. Every recorded facility-level variable has a metric (one series each, so the cost is
 nil; the tests hold the table to the declarations). The same tables drive the live collector (:class:`TwinCollector`) and the OpenMetrics
 writer (:mod:`twin.export.openmetrics`), so live and backfilled data have the same names.
@@ -127,6 +127,9 @@ METRICS: dict[tuple[str, str], str] = {
     ("job", "p"): "twin_job_power_watts",
     ("job", "state"): "twin_job_state",
 }
+# … and the variables that name their metric in their declaration (``Var.metric``)
+METRICS.update({(v.group, v.name): v.metric for v in DECLARED.values()
+                if v.metric is not None and v.record and (v.group, v.name) not in METRICS})
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,11 @@ defaults) with
     these, so equipment that declares a control becomes controllable without changing it).
 ``initialise(state)``, ``step(t, dt, state)``, ``apply(action)``, ``finalise(state)``
 
+Equipment of the facility plant also has a ``plant_stage`` (a number: where it steps within a
+plant step, lowest first) and ``from_plant(plant)`` (builds it from the plant's scenario section
+and catalogue, or gives None when the scenario has none); :mod:`twin.cooling.equipment` finds
+such classes in their modules, so a new piece of equipment is its module and its catalogue entry.
+
 Variables that are not recorded (``record=False``) carry internal coupling between components,
 e.g. boundaries for the next step, or what one piece of equipment hands the next within a step
 (a number, or a dict of them). A recorded variable's value is an ndarray of its entities
@@ -68,6 +73,9 @@ class Var:
     last : bool
         Categorical: a recorded sample holds the value at the end of its interval, not the
         interval mean (e.g. a job's state).
+    metric : str, optional
+        Name of its Prometheus metric (DESIGN.md conventions: ``twin_…_watts``); the exporter's
+        table :data:`twin.export.prometheus.METRICS` takes it from here.
     """
 
     group: str
@@ -79,6 +87,7 @@ class Var:
     ratio: tuple[str, str] | None = None
     counter: str | None = None
     last: bool = False
+    metric: str | None = None
 
     @property
     def key(self) -> str:
@@ -133,6 +142,7 @@ class Component:
     events: tuple[str, ...] = ()
     controls: tuple[Control, ...] = ()
     phase: str = "controllers"  # where ``twin bench`` counts its time
+    plant_stage: float | None = None  # plant equipment: step order within a plant step
 
     @property
     def name(self) -> str:

@@ -1,7 +1,8 @@
 """The registry of quantities: every variable any component can write, from their declarations.
 
-:data:`COMPONENT_TYPES` lists the component classes (a new piece of equipment is registered
-here, one line, or for the plant in :data:`twin.cooling.facility.PLANT_EQUIPMENT`);
+:data:`COMPONENT_TYPES` lists the component classes (a new component of the thermal step is
+registered here, one line; the plant's equipment registers itself with a ``plant_stage`` and is
+found in its module: :func:`twin.cooling.equipment.plant_equipment`);
 :data:`DECLARED` maps ``"group.name"`` to its :class:`~twin.sim.component.Var`;
 :data:`VARIABLES` (group → name → (units, long_name)) holds the recorded ones for the dataset
 attributes, the Prometheus help text, the scenario's ``record.variables`` check and the README
@@ -16,7 +17,7 @@ variables (``last``, e.g. a job's ``state``) hold the value at the end of the in
 from __future__ import annotations
 
 from twin.cooling.cdu import SimpleCdu
-from twin.cooling.facility import PLANT_EQUIPMENT
+from twin.cooling.equipment import plant_equipment
 from twin.cooling.liquid_to_air import LiquidToAirCdu
 from twin.network.component import NetworkPower
 from twin.power.chain import PowerChain
@@ -26,6 +27,9 @@ from twin.scenario.errors import FieldError
 from twin.sim.component import GROUPS, Var
 from twin.thermal.racks import RackThermal
 from twin.workload.components import Demand, JobAccounting
+
+#: The plant's equipment classes in step order (found in their modules).
+PLANT_EQUIPMENT: tuple[type, ...] = plant_equipment()
 
 #: Component classes, in the order their variables are listed.
 COMPONENT_TYPES: tuple[type, ...] = (

@@ -26,6 +26,11 @@ class WeatherStation(Component):
 
     outputs = (T_OUTDOOR, T_WET_BULB)
     phase = "integration"
+    plant_stage = 0
+
+    @classmethod
+    def from_plant(cls, plant):
+        return plant.station
 
     def __init__(self, weather, every: int = 1):
         self.weather = weather
