@@ -104,3 +104,84 @@ def test_quickstart_pg25_pump_power_by_hand():
     assert p_g > p_w
     # and the dies run warmer on PG25 (worse plates, less heat per litre)
     assert float(d_g["t_die"].values[-1].max()) > float(d_w["t_die"].values[-1].max())
+
+
+def test_phoenix_with_plant_pg25_against_water_by_hand():
+    """The Phoenix hall with its facility plant, 2 h of the design day at 60 s steps, on water and
+    on PG25. The plant's CDU holds its 42 °C supply on both (PI), so what moves is what the
+    properties give, by hand from the catalogue rows at 42 °C (linear between the 40 and 50 °C
+    rows, μ log-linearly: heat-capacity ratio (ρ c_p)/(ρ c_p)_w = 0.967, plate convection factor
+    F = (k/k_w) ((ρ/μ)/(ρ_w/μ_w))^0.4 (Pr/Pr_w)^(1/3) = 0.795, loop resistance factor
+    (1 − s) ρ/ρ_w + s (ρ/ρ_w)^0.75 (μ/μ_w)^0.25 = 1.115):
+
+    - each GB300 die, steady: T_die = 42 + ΣP_liquid,tray / (Q_tray ρ_w c_p,w · heat)
+      + P (r_jc + r_conv,ref (Q_ref / Q_plate)^0.4 / F), Q_tray and Q_plate the catalogue's volume
+      flows (the same on both coolants: the loop is balanced for them), ρ_w c_p,w the model's
+      water constants, P each device's power in its run — within 0.01 K (steady after 2 h to far
+      less); PG25 runs the hottest GPU ~4 K warmer;
+    - CDU pumps: the loop pressure under differential-pressure control × the resistance factor at
+      the speed and efficiency the pump curve gives (as for water in test_facility_balance.py),
+      within 1e-9 (same formulas written out): ~16 % more pump power."""
+    from twin.units import CP_WATER
+
+    rows = {name: {r[0]: np.array(r[1:]) for r in CAT.coolants[name].properties.points} for name in ("water", "pg25")}
+
+    def props(name, t=42.0):
+        lo, hi = rows[name][40.0], rows[name][50.0]
+        a = (t - 40.0) / 10.0
+        rho, cp, _, k = (1 - a) * lo + a * hi
+        mu = np.exp((1 - a) * np.log(lo[2]) + a * np.log(hi[2]))
+        return rho, cp, mu, k
+
+    rw, cw, mw, kw = props("water")
+    rg, cg, mg, kg = props("pg25")
+    heat = rg * cg / (rw * cw)
+    conv = (kg / kw) * ((rg / mg) / (rw / mw)) ** 0.4 * ((cg * mg / kg) / (cw * mw / kw)) ** (1 / 3)
+    x = rg / rw
+    resistance = 0.5 * x + 0.5 * x ** 0.75 * (mg / mw) ** 0.25
+    assert heat == pytest.approx(0.967, abs=5e-4) and conv == pytest.approx(0.795, abs=5e-4)
+    assert resistance == pytest.approx(1.115, abs=5e-4)
+    factors = {"water": (1.0, 1.0, 1.0), "pg25": (heat, conv, resistance)}
+
+    chip = CAT.chips["gb300"]
+    tray = CAT.sleds["gb300-compute-tray"].devices
+    liquid_design = lambda sled: sum(CAT.chips[c].flow_ref.si * n.value for c, n in CAT.sleds[sled].devices.items()  # noqa: E731
+                                     if CAT.chips[c].cooling == "liquid")
+    q_tray = (CAT.racks["gb300-nvl72"].coolant_flow.si * liquid_design("gb300-compute-tray")
+              / (18 * liquid_design("gb300-compute-tray") + 9 * liquid_design("nvlink-switch-tray")))
+    q_plate = q_tray * chip.flow_ref.si / liquid_design("gb300-compute-tray")
+    assert tray["gb300"].value == 4
+    cdu = CAT.cdus["in-row-1350kw"]
+    pump = CAT.pumps[cdu.pump]
+    hottest, power = {}, {}
+    for coolant in ("water", "pg25"):
+        h, f_conv, f_res = factors[coolant]
+        over = {"time": {"duration": "2 h", "step": "60 s"},
+                "record": {"facility": "off", "cdu": "off", "rack": "off", "device": "off"},
+                "cdus": [{"name": "cdu-1", "template": "in-row-1350kw", "supply_temperature": "42 degC",
+                          "coolant": coolant}]}
+        sim = Simulation(load_scenario(SCENARIOS / "design-day-phoenix.yaml", over))
+        sim.run()
+        sy = sim.system
+        g = next(g for g in sy.groups if g.template == "gb300-compute-tray")
+        assert sim.racks.sled_supply[g.sleds] == pytest.approx(42.0, abs=1e-6)  # the plant holds it
+        p = np.asarray(sim.state["device.p_step"])
+        gpu = np.array([k == "gb300" for k in sy.device_kind[g.devices[0]]])
+        p_liquid = p[g.devices[:, g.liquid]].sum(axis=1)[:, None]
+        t_coolant = 42.0 + p_liquid / (q_tray * RHO_WATER * CP_WATER * h)
+        hand = t_coolant + p[g.devices[:, gpu]] * (
+            chip.r_jc.si + chip.r_conv_ref.si * (chip.flow_ref.si / q_plate) ** chip.convection_exponent.si / f_conv)
+        assert sim.t_die[g.devices[:, gpu]] == pytest.approx(hand, abs=0.01)
+        hottest[coolant] = float(sim.t_die[g.devices[:, gpu]].max())
+        # the CDU's pumps at the run's volume flow
+        q = float(sim.state["cdu.flow"][0]) / (RHO_WATER * h)
+        n, qp, p0, pd = cdu.pumps.value, pump.design_flow.si, pump.shutoff_pressure.si, pump.design_pressure.si
+        a = (p0 - pd) / qp ** 2
+        dp = f_res * (cdu.index_pressure.si + (cdu.design_pressure.si - cdu.index_pressure.si) * (q / cdu.design_flow.si) ** 2)
+        speed = max(np.sqrt((dp + a * (q / n) ** 2) / p0), pump.min_speed.si)
+        r = q / (n * speed * qp)
+        eta = pump.efficiency.si * (2 * r - r * r)
+        power[coolant] = float(sim.state["cdu.p_pump"][0])
+        assert power[coolant] == pytest.approx(q * dp / (eta * pump.drive_efficiency.si), rel=1e-9)
+    assert 3.0 < hottest["pg25"] - hottest["water"] < 6.0
+    assert 1.10 < power["pg25"] / power["water"] < 1.25

@@ -102,15 +102,17 @@ def test_facility_heat_balance_closes_over_a_day(phoenix_day):
     """Everything the meter counts ends as heat outdoors: heat rejected by the plant (liquid
     and air side, pumps, CRAH fans, compressors), by the heat-rejection fans, by the electrical
     rooms' cooling (UPS, busway and miscellaneous heat plus its own power) and by the outdoor
-    transformers, plus what is still stored in racks and loops = facility energy, within 0.5 %
-    (the electrical-room and plant balances are each exact; what remains is the one-step lag
-    of the plant's inputs and the heat stored in the room air)."""
+    transformers, plus what is still stored in racks, loops and supply pipes = facility energy.
+    To 1e-9: every part's balance is exact arithmetic (the plant steps with the racks here, at
+    a constant flow), so only rounding of ~1,440 steps' sums remains (~1e-15)."""
     sim, f, _ = phoenix_day
     pt = sim.plant.totals
     e_facility = sim.totals.e_facility
-    stored = (sim.totals.stored_end - sim.totals.stored_start) + (pt.stored_end - pt.stored_start)
+    stored = ((sim.totals.stored_end - sim.totals.stored_start) + (pt.stored_end - pt.stored_start)
+              + (pt.pipes_end - pt.pipes_start))
     rejected = pt.e_rejected + pt.e_heat_rejection_fans + sim.totals.e_electrical_rejected
-    assert (rejected + stored) == pytest.approx(e_facility, rel=5e-3)
+    assert (rejected + stored) == pytest.approx(e_facility, rel=1e-9)
+    assert abs(sim.facility_balance()["residual"]) < 1e-9
     # and the meter adds up: IT + cooling + losses + misc + electrical-room cooling
     parts = ["p_it", "p_cooling", "p_busway_loss", "p_ups_loss", "p_transformer_loss", "p_misc",
              "p_electrical_room_cooling"]
@@ -155,3 +157,46 @@ def test_cdu_pumps_draw_what_curve_and_loop_pressure_give(phoenix_day):
     # and at the design flow itself: the catalogue's stated powers of one pump and of the CDU
     assert pump.power.si == pytest.approx(qp * pd / (pump.efficiency.si * pump.drive_efficiency.si), rel=0.01)
     assert cdu.pump_power.si == pytest.approx(n * pump.power.si, rel=0.01)
+
+
+def test_facility_balance_holds_the_battery_and_the_supply_pipe():
+    """A Phoenix design day (60 s steps) with a 10 min utility outage at 06:00 (the UPS battery
+    carries the IT load, then recharges from the utility) and a CDU set-point step 42 → 45 °C
+    at 14:00 that stays. Utility energy (facility energy less the battery's discharge) = heat
+    rejected + Δ heat stored (racks, plant, supply pipe) + Δ battery energy, to 1e-9 (exact
+    arithmetic at a constant flow, as above). Each new term is checked by hand:
+
+    - battery: it gave the UPS Σ (IT + busway + UPS losses) × 60 s over the outage (it carries
+      the UPS input), and the charger put η_c Σ p_ups_battery_charge × 60 s back, so it ends
+      where it started less the difference (to 1e-9, sums of the recorded 60 s means);
+    - pipe: it starts and ends full of water at one temperature (the settled supply, and the
+      new set-point's supply at the end), so ΔH = ρ c_p V ΔT (to 1e-9); and the racks' heat
+      into the liquid less the heat the CDUs received is that ΔH (to 1e-6: two sums of ~1e5 W
+      terms over a day whose difference is 1e-4 of them).
+
+    Leaving either out shows: the discharge is ~0.6 % of the day's facility energy; the pipe
+    ~7e-5 (both far above the 1e-9)."""
+    over = {"time": {"duration": "1 d", "step": "60 s"},
+            "record": {"facility": "60 s", "cdu": "off", "rack": "off", "device": "off"},
+            "events": [{"at": "6 h", "kind": "utility_outage", "duration": "10 min"},
+                       {"at": "14 h", "kind": "setpoint_change", "target": "cdu-1", "value": "45 degC"}]}
+    sim = Simulation(load_scenario(PHOENIX, over))
+    t_pipe_start = float(sim.plant.cdus.rack_supply()[0])
+    sim.run()
+    b = sim.facility_balance()
+    assert abs(b["residual"]) < 1e-9
+    f = build_tree(sim)["facility"].to_dataset()
+    outage = slice(6 * 60, 6 * 60 + 10)
+    carried = float((f["p_it"] + f["p_busway_loss"] + f["p_ups_loss"]).isel(time=outage).sum()) * 60.0
+    assert b["e_battery_discharged"] == pytest.approx(carried, rel=1e-9)
+    charged = sim.chain.charge_efficiency * float(f["p_ups_battery_charge"].sum()) * 60.0
+    assert b["stored_battery"] == pytest.approx(charged - carried, abs=1e-9 * carried)
+    assert b["e_battery_discharged"] > 5e-3 * b["e_facility"]  # without it: off by > 0.5 %
+    bank = sim.plant.cdus
+    t_pipe_end = float(bank.line.slug_t[0][bank.line.slug_v[0] > 0][0])
+    assert np.all(bank.line.slug_t[0][bank.line.slug_v[0] > 0] == t_pipe_end)  # one temperature
+    assert t_pipe_end > t_pipe_start + 2.0  # the set-point step reached the pipe
+    assert b["stored_pipes"] == pytest.approx(bank.rho_cp * bank.supply_volume[0] * (t_pipe_end - t_pipe_start),
+                                              rel=1e-9)
+    assert sim.totals.e_liquid - sim.plant.totals.e_liquid == pytest.approx(b["stored_pipes"], rel=1e-6)
+    assert abs(b["stored_pipes"]) > 1e-5 * b["e_facility"]

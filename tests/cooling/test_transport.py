@@ -57,10 +57,10 @@ def test_short_history_merges_slugs_and_keeps_the_heat():
 def test_setpoint_step_reaches_the_racks_after_the_supply_pipe_transit():
     """The quickstart's CDU supply set-point steps 34 → 35 °C at 60 s. The new water reaches the
     racks τ = V_supply / Q later (V from the catalogue, Q the run's secondary flow, constant
-    here): the racks' supply is 34 °C until the step the front leaves the pipe in, and in that
-    step's successor (the racks take the supply the CDU's step computed) it is the plug-flow mix
-    34 + f, f = the share of new water, then 35 °C. Closed form to 1e-9 (exact arithmetic on a
-    plug flow at constant Q)."""
+    here): the racks' supply over step k is the mean of the CDU's outlet over
+    [k − τ, k + 1 − τ], as with a plant: 34 °C until the step the front leaves the pipe in,
+    in that step the plug-flow mix 34 + f, f = the share of new water, then 35 °C. Closed form
+    to 1e-9 (exact arithmetic on a plug flow at constant Q)."""
     from tests.conftest import SCENARIOS
     from twin.catalog.model import load_catalog
     from twin.export.dataset import build_tree
@@ -79,8 +79,8 @@ def test_setpoint_step_reaches_the_racks_after_the_supply_pipe_transit():
     tau = load_catalog().cdus["in-row-1350kw"].supply_volume.si / flow[60]
     assert 20 < tau < 60  # 150 L at a tenth of the design flow: tens of seconds
     first = int(np.flatnonzero(supply != 34.0)[0])  # record interval [first, first + 1) s
-    assert first == 60 + int(np.floor(tau)) + 1
-    share = first - (60 + tau)  # new water in the step before, ending at first
+    assert first == 60 + int(np.floor(tau))  # the window [first − τ, first + 1 − τ] passes 60 s
+    share = first + 1 - (60 + tau)  # new water in that window
     assert supply[first] == pytest.approx(34.0 + share, abs=1e-9)
     assert np.all(supply[first + 1:] == 35.0)
     assert np.all(supply[:first] == 34.0)

@@ -138,6 +138,10 @@ CHANGED["phoenix-events"] += ("; the devices that trip at their shutdown point a
                               "stayed off for the rest of the run): IT energy, device power and PUE rise")
 CHANGED["quickstart-events"] += ("; the set-point change reaches the racks through the in-row CDU's supply "
                                  "pipe (150 L, plug flow), τ = V/Q after it leaves the CDU")
+CHANGED["quickstart-events"] += ("; without a plant a set-point change enters the supply pipe over the step it "
+                                 "applies from (as with a plant), not one step later: the racks' supply, and "
+                                 "so their heat, device power and IT energy, move by that one step at 150 s "
+                                 "and 270 s")
 
 
 def run_case(name: str) -> dict[str, float | str]:

@@ -116,3 +116,47 @@ def test_gb300_rack_at_design_flow_gives_each_gpu_plate_its_design_flow():
     assert scale >= 1.0  # 190 L/min for 177.3 L/min of plates: every plate gets ≥ its design flow
     assert per[:, gpu] == pytest.approx(np.full((m_sled.size, gpu.sum()), 2.1e-3 / 60 * RHO_WATER * scale),
                                         rel=1e-12)
+
+
+def test_gb300_gpu_plate_gets_its_design_flow_in_a_run():
+    """The bundled GB300 NVL72 rack run for 10 min at a constant load (no plant: the in-row
+    CDU's 35 °C supply). In the run, each GPU plate takes its sled's flow × 2.1 / Σ plate design
+    flows of the sled, the sled the rack's 190 L/min × its plates' share: 2.1 L/min (the
+    catalogue's design flow, OCP's 1.5 L/min per kW × 1.4 kW) × 190 / 177.3 — at least its design
+    flow. And the dies are where that flow puts them, by hand at steady state:
+    T_die = T_coolant + P (r_jc + r_conv,ref (ṁ_ref / ṁ)^0.4) with the run's coolant-node
+    temperature and device power, within 0.01 K (the run is steady to ~1e-13 K; a GPU at
+    ~1,230 W would be 0.4 K hotter at exactly 2.1 L/min and 1.6 K at 80 % of it, the equal share
+    of the sled's plates)."""
+    from tests.conftest import SCENARIOS
+    from twin.scenario import load_scenario
+    from twin.sim.driver import Simulation
+
+    over = {"time": {"duration": "10 min"},
+            "workload": [{"select": {"kind": ["gb300"]}, "u": 0.9}, {"select": {"kind": ["grace"]}, "u": 0.25},
+                         {"select": {"kind": ["nvswitch", "connectx8"]}, "u": 0.5}],
+            "record": {"facility": "1 min", "cdu": "off", "rack": "off", "device": "off", "sled": "off"}}
+    sim = Simulation(load_scenario(SCENARIOS / "gb300-rack.yaml", over))
+    sim.run()
+    sy = sim.system
+    g = next(g for g in sy.groups if g.template == "gb300-compute-tray")
+    gpu = np.array([k == "gb300" for k in sy.device_kind[g.devices[0]]])
+    m_sled = sim.racks.m_coolant[g.sleds]  # the flows of the run's last step
+    plates = CAT.sleds["gb300-compute-tray"].devices
+    tray_design = sum(CAT.chips[c].flow_ref.si * n.value for c, n in plates.items()
+                      if CAT.chips[c].cooling == "liquid")
+    switch_design = sum(CAT.chips[c].flow_ref.si * n.value for c, n in CAT.sleds["nvlink-switch-tray"].devices.items()
+                        if CAT.chips[c].cooling == "liquid")
+    rack = CAT.racks["gb300-nvl72"].coolant_flow.si
+    design = CAT.chips["gb300"].flow_ref.si  # 2.1 L/min
+    expected = design * rack / (18 * tray_design + 9 * switch_design)  # [m³/s]
+    per = plate_flows(m_sled, np.where(g.liquid, g.flow_ref, 0.0))[:, gpu] / RHO_WATER
+    assert per == pytest.approx(np.full(per.shape, expected), rel=1e-12)
+    assert expected >= design
+    # the dies, by hand from the catalogue at that flow
+    chip = CAT.chips["gb300"]
+    dev = g.devices[:, gpu]
+    p = np.asarray(sim.state["device.p_step"])[dev]  # the power the step's network was given
+    t_coolant = sim.racks.T[list(sy.groups).index(g)][:, g.cool][:, None]  # sled coolant node
+    r = chip.r_jc.si + chip.r_conv_ref.si * (design / expected) ** chip.convection_exponent.si
+    assert sim.t_die[dev] == pytest.approx(t_coolant + p * r, abs=0.01)

@@ -22,6 +22,8 @@ owns the plant-wide events.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from twin.cooling.cdu_pumps import CduPumps
@@ -150,7 +152,8 @@ class SimpleCdu(CduComponent):
     over or it clears; a CDU failure stops the secondary flow until it clears or fails over.
     A change of the CDU's supply (a set-point change) reaches the racks through the supply
     pipe in plug flow (:class:`~twin.cooling.transport.PlugFlowDelay`), τ = V_supply / Q after
-    it left the CDU, Q the secondary flow at the time.
+    it left the CDU, Q the secondary flow at the time: the racks' supply over a step is the
+    mean of the CDU's outlet over [t − τ, t + dt − τ], as with a plant.
     """
 
     inputs = ("cdu.flow", "cdu.q_in")
@@ -165,6 +168,7 @@ class SimpleCdu(CduComponent):
         self.supply_volume = np.zeros(n) if supply_volume is None else np.asarray(supply_volume, dtype=float)
         self.line = None  # the supply pipes (built on the first step, sized to its length)
         self.t_racks = None  # supply arriving at the racks [degC]
+        self._pushed = None  # (pipes before the last push, its flow, its step): to push again
         self.t_facility = t_facility
         self.t_cold_aisle = t_cold_aisle
         self.setpoint = system.cdu_setpoint.copy()
@@ -201,16 +205,32 @@ class SimpleCdu(CduComponent):
             self._transport(self.pumps.volume(state["cdu.flow"]), dt)
 
     def _transport(self, flow, dt: float) -> None:
-        """Push the step's supply through the supply pipes; the racks get what arrives."""
+        """Push the supply the CDUs give over the next step through the supply pipes at the
+        latest flow; the racks get what leaves them over that step (as with a plant,
+        :class:`~twin.cooling.cdu_bank.CduLoops`)."""
         if self.line is None:
             # enough slugs for the transit at a tenth of the design flow (beyond, they merge)
             with np.errstate(divide="ignore"):
                 tau = self.supply_volume / (0.1 * self.sy.cdu_design_flow / RHO_WATER)
             steps = int(np.ceil(np.nanmax(np.where(np.isfinite(tau), tau, 0.0)) / dt)) + 2
             self.line = PlugFlowDelay(self.supply_volume, self.t_racks, capacity=min(max(steps, 8), 4096))
+        # PlugFlowDelay.step replaces its arrays rather than writing into them: a shallow copy
+        # keeps the pipes as they were before this push
+        self._pushed = (copy.copy(self.line), flow, dt)
         self.t_racks = self.line.step(self.t_outlet, flow, dt)
         self._boundaries()
 
+    def _push_again(self) -> None:
+        """Redo the last push with the CDUs' outlet as it is now: a set-point changed between
+        steps enters the pipes over the step it applies from, not one later (with the outlet
+        unchanged the push is the same, to the bit)."""
+        if self._pushed is None:
+            return
+        line, flow, dt = self._pushed
+        self.line = copy.copy(line)
+        self.t_racks = self.line.step(self.t_outlet, flow, dt)
+
     def publish(self) -> None:
+        self._push_again()
         if self.state is not None:
             self._boundaries()

@@ -59,6 +59,8 @@ GAIN_FLOOR = 0.05
 M_FACILITY = Var("facility", "m_facility_water", "kg s-1", "facility water flow through the CDUs", record=False)
 Q_HX = Var("facility", "q_cdus", "W", "heat the CDUs pass to facility water", record=False)
 STORED_CDUS = Var("facility", "stored_cdus", "J", "Σ C·T of the CDU secondary loops (from 0 degC)", record=False)
+STORED_PIPES = Var("facility", "stored_pipes", "J", "Σ ρ c_p V T of the CDUs' supply pipes (from 0 degC)",
+                   record=False)
 CDU_STEP = Var("cdu", "plant_step", "1", "the CDUs' inputs, flows and loops over the plant step", record=False)
 
 
@@ -103,6 +105,7 @@ class CduBank:
         self.cdu_capacity = np.array([c.capacity.si for c in tpl])
         coolant = coolant or {"heat": 1.0, "resistance": 1.0}
         heat, resistance = coolant["heat"], coolant["resistance"]
+        self.rho_cp = RHO_WATER * CP_WATER * heat  # the loop coolant's volumetric heat capacity [J m-3 K-1]
         self.m_s_design = np.array([c.design_flow.si * RHO_WATER * heat for c in tpl])
         self.m_p_design = np.array([(c.primary_flow or c.design_flow).si * RHO_WATER for c in tpl])
         self.ua_design = np.array([c.ua.si if c.ua is not None else c.capacity.si / c.approach.si
@@ -133,6 +136,15 @@ class CduBank:
         """The supply pipes fill with the CDUs' supply when next used."""
         self.line = None  # the supply pipes (built on the first step)
         self.t_racks = None  # supply reaching the racks over the next step [degC]
+        self.pipes_held = None  # heat in the pipes at the end of the step taken [J]
+
+    def pipe_heat(self) -> float:
+        """Σ ρ c_p V T of the supply pipes at the end of the step just taken [J] (from 0 degC):
+        before the push for the next step (which describes the water that moves during it);
+        pipes not yet built hold the supply the racks get."""
+        if self.pipes_held is not None:
+            return self.pipes_held
+        return float(self.rho_cp * (self.supply_volume @ np.where(self.piped, self.rack_supply(), 0.0)))
 
     def rack_supply(self) -> np.ndarray:
         """Supply temperature reaching the racks [degC] (through the pipes where there are some)."""
@@ -288,7 +300,7 @@ class CduLoops(CduComponent):
     """
 
     inputs = ("cdu.plant_step", "facility.t_facility_supply")
-    outputs = (Q, VALVE, T_SUPPLY_NEXT, FLOW_FACTOR, Q_HX, STORED_CDUS)
+    outputs = (Q, VALVE, T_SUPPLY_NEXT, FLOW_FACTOR, Q_HX, STORED_CDUS, STORED_PIPES)
     phase = "integration"
     plant_stage = 30
 
@@ -324,6 +336,7 @@ class CduLoops(CduComponent):
         state["cdu.t_supply_next"] = self.bank.rack_supply()
         state["cdu.flow_factor"] = self.flow_factor
         state["facility.stored_cdus"] = self.bank.stored_heat()
+        state["facility.stored_pipes"] = self.bank.pipe_heat()
 
     def initialise(self, state) -> None:
         self.state = state
@@ -353,4 +366,5 @@ class CduLoops(CduComponent):
             steps = int(np.ceil(np.nanmax(np.where(np.isfinite(tau), tau, 0.0)) / dt)) + 2
             start = state["cdu.t_supply_next"].copy()
             bank.line = PlugFlowDelay(bank.supply_volume, start, capacity=min(max(steps, 8), 4096))
+        bank.pipes_held = float(bank.line.stored_heat(bank.rho_cp).sum())  # this step's end
         bank.t_racks = bank.line.step(bank.cdu_supply, flow, dt)

@@ -142,6 +142,11 @@ class PlantTotals:
     seconds_outside_allowable: float = 0.0
     stored_start: float = 0.0
     stored_end: float = 0.0
+    #: heat in the CDUs' supply pipes [J]: outside the plant's own balance, whose heat in is
+    #: measured at the CDUs (the racks' return against the CDUs' supply); in the facility's
+    #: (:meth:`twin.sim.driver.Simulation.facility_balance`), whose heat in is the racks'
+    pipes_start: float = 0.0
+    pipes_end: float = 0.0
     seconds: float = 0.0
     steps: int = 0
 
@@ -170,7 +175,7 @@ class PlantLedger(Component):
               "facility.t_facility_supply", "facility.t_facility_return", "facility.facility_water_law",
               "facility.facility_water_step", "facility.chilled_water_step", "facility.heat_rejection_step",
               "facility.p_chiller", "facility.water", "facility.stored_cdus", "facility.stored_facility_water",
-              "facility.stored_room")
+              "facility.stored_room", "facility.stored_pipes")
     outputs = LEDGER_VARS
     phase = "integration"
     plant_stage = 100
@@ -201,6 +206,8 @@ class PlantLedger(Component):
             self.stored = self.stored_heat(state)
         self.totals = PlantTotals()
         self.totals.stored_start = self.stored
+        if "facility.stored_pipes" in state:
+            self.totals.pipes_start = self.totals.pipes_end = float(state["facility.stored_pipes"])
 
     def step(self, t: float, dt: float, state) -> None:
         st = self.plant_step(state, dt)
@@ -212,6 +219,7 @@ class PlantLedger(Component):
         state["facility.chiller_on"] = np.array([float(st.chiller_on)])
         self._account(st, float(step_mean(state["facility.p_it"])[0]),
                       state["facility.chilled_water_step"]["tca_mean"], dt)
+        self.totals.pipes_end = float(state["facility.stored_pipes"])
         self.plant_state = st
 
     def plant_step(self, state, dt: float) -> PlantState:
@@ -529,6 +537,7 @@ class Plant:
         self.cdu_loops.boundaries(self.state)
         self.ledger.totals = PlantTotals()
         self.totals.stored_start = self.totals.stored_end = self.stored_heat()
+        self.totals.pipes_start = self.totals.pipes_end = self.cdus.pipe_heat()
         # plant_state: the settled steady state (its powers and temperatures stand for the
         # plant until its first step)
 

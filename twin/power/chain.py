@@ -170,11 +170,12 @@ class PowerChain(Component):
 
         Returns a dict: ``p_facility``, ``busway``, ``ups``, ``transformer``, ``misc``,
         ``room`` (electrical-room cooling power), ``q_room`` (heat the room units reject
-        outdoors). Draws the battery for ``dt`` [s] while on battery.
+        outdoors), ``charge`` (battery recharge drawn from the utility), ``battery`` (power the
+        battery gives the UPS). Draws the battery for ``dt`` [s] while on battery.
         """
         if not self.modelled:
             return {"p_facility": p_it + p_cooling, "busway": 0.0, "ups": 0.0, "transformer": 0.0,
-                    "misc": 0.0, "room": 0.0, "q_room": 0.0, "charge": 0.0}
+                    "misc": 0.0, "room": 0.0, "q_room": 0.0, "charge": 0.0, "battery": 0.0}
         l_bus = float(busway_losses(p_it, self.busway_rating, self.busway_loss_at_rating))
         p_bus = p_it + l_bus
         l_ups = float(ups_losses(p_bus, self.n_modules, self.module_rating, self.ups_coefficients))
@@ -199,7 +200,8 @@ class PowerChain(Component):
         s_each = float(apparent_power(p_util, self.power_factor)) / n
         l_tr = float(n * transformer_losses(s_each, tr.rating.si, tr.no_load_loss.si, tr.load_loss.si))
         return {"p_facility": p_util + l_tr + p_battery, "busway": l_bus, "ups": l_ups, "transformer": l_tr,
-                "misc": self.p_misc, "room": p_room, "q_room": q_out, "charge": p_charge}
+                "misc": self.p_misc, "room": p_room, "q_room": q_out, "charge": p_charge,
+                "battery": p_battery}
 
     def step(self, t: float, dt: float, state) -> None:
         p_it_sub = state["facility.p_it"]
@@ -221,6 +223,7 @@ class PowerChain(Component):
             state["facility.e_ups_battery"] = np.array([self.battery_left])
             # heat rejected outdoors by the electrical rooms' units and the transformers
             tot.e_electrical_rejected += (d["q_room"] + d["transformer"]) * dt
+            tot.e_battery_discharged += d["battery"] * dt
             empty = self.on_battery and self.battery_left <= 0  # every rack dark from the next step
             if empty and not math.isfinite(self.ride_through):
                 self.ride_through = t + dt - self.outage_start

@@ -67,6 +67,7 @@ class Totals:
     e_air: float = 0.0
     e_smoothing: float = 0.0  # extra device energy spent by power floors and ramp limits
     e_electrical_rejected: float = 0.0  # heat of electrical rooms and transformers rejected outdoors
+    e_battery_discharged: float = 0.0  # energy the UPS battery gave the UPS during outages
     stored_start: float = 0.0
     stored_end: float = 0.0
     p_facility_peak: float = 0.0
@@ -356,6 +357,40 @@ class Simulation:
     @property
     def ride_through(self) -> float:
         return self.chain.ride_through
+
+    def facility_balance(self) -> dict[str, float]:
+        """The facility's energy balance over the steps taken [J] (with a plant).
+
+        What the utility delivered (facility energy less the UPS battery's discharge, which
+        facility power counts as an on-site source) ends as heat rejected outdoors (the plant's
+        heat rejection and its fans, the electrical rooms' units, the outdoor transformers) or
+        stays stored: heat in the racks, the plant's loops and room air and the CDUs' supply
+        pipes, and energy in the UPS battery::
+
+            E_facility − E_discharged = E_rejected + ΔH_racks + ΔH_plant + ΔH_pipes + ΔE_battery
+
+        Returns the terms and ``residual`` = (left − right) / E_facility [1]. Each part's balance
+        is exact arithmetic, so the residual is rounding (~1e-15) while the flow is constant;
+        a supply pipe is pushed at the latest flow, so a flow change (a pump trip) leaves at
+        most one step's transit heat at the difference of the two flows, and the UPS battery's
+        step that empties it is carried whole (less than one step of its load).
+        """
+        if self.plant is None:
+            raise ValueError("facility_balance: the scenario has no plant")
+        tot, pt, ch = self.totals, self.plant.totals, self.chain
+        terms = {
+            "e_facility": tot.e_facility,
+            "e_battery_discharged": tot.e_battery_discharged,
+            "e_rejected": pt.e_rejected + pt.e_heat_rejection_fans + tot.e_electrical_rejected,
+            "stored_racks": tot.stored_end - tot.stored_start,
+            "stored_plant": pt.stored_end - pt.stored_start,
+            "stored_pipes": pt.pipes_end - pt.pipes_start,
+            "stored_battery": ch.battery_left - ch.battery_energy,  # it starts full
+        }
+        left = terms["e_facility"] - terms["e_battery_discharged"]
+        right = sum(v for k, v in terms.items() if k.startswith(("e_rejected", "stored_")))
+        terms["residual"] = (left - right) / terms["e_facility"] if terms["e_facility"] else 0.0
+        return terms
 
     @property
     def ever_used(self) -> np.ndarray:
