@@ -81,9 +81,13 @@ def test_phoenix_electrical_overhead_above_4_percent_for_sourced_reasons(phoenix
     assert share["p_busway_loss"] == pytest.approx(0.0036, abs=5e-4)
     assert share["p_transformer_loss"] == pytest.approx(0.0065, abs=5e-4)
     assert sum(share.values()) == pytest.approx(0.042, abs=5e-4) and sum(share.values()) > 0.04
-    # other module sizes on the same curve: 3 × 250 kW → 3.0 %, 7 × 50 kW → 3.1 % of the load
+    # other module sizes on the same curve: 3 × 250 kW → 3.0 %, 7 × 50 kW → 3.1 % of the load;
+    # of IT with the busway and transformer, the chain: 3.99 %, 3.96 % (4 × 125 kW), 4.14 %
     for n, rating, expected in ((3, 250e3, 0.030), (7, 50e3, 0.031)):
         assert float(ups_losses(p_bus, n, rating, coef).sum() / p_bus.sum()) == pytest.approx(expected, abs=5e-4)
+    rest = share["p_busway_loss"] + share["p_transformer_loss"]
+    for n, rating, expected in ((3, 250e3, 0.0399), (4, 125e3, 0.0396), (7, 50e3, 0.0414)):
+        assert float(ups_losses(p_bus, n, rating, coef).sum()) / e_it + rest == pytest.approx(expected, abs=5e-5)
     # 4 % would need the UPS at ≥ 97.1 % at this load (1/η − 1 ≤ 4 % − busway − transformers)
     need = 1.0 / (1.0 + (0.04 - share["p_busway_loss"] - share["p_transformer_loss"])
                   * e_it / float(p_bus.sum()))
