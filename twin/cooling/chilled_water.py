@@ -48,7 +48,8 @@ class ChilledWater(Component):
         Thermal steps per plant step.
     """
 
-    inputs = ("facility.q_air", "facility.t_outdoor", "facility.t_wet_bulb", "facility.chiller_spare")
+    inputs = ("facility.q_air", "facility.t_outdoor", "facility.t_wet_bulb", "facility.chiller_spare",
+              "facility.heat_rejection_in_service")
     outputs = (P_CRAH, T_COLD_AISLE_NEXT, CHW_STEP, STORED_ROOM)
     controls = (T_COLD_AISLE_SET,)
     phase = "integration"
@@ -96,8 +97,10 @@ class ChilledWater(Component):
         t_db, t_wb = float(state["facility.t_outdoor"][0]), float(state["facility.t_wet_bulb"][0])
         air = self.air_side(float(step_mean(state["facility.q_air"])[0]), dt)
         bank = self.chw_bank
-        (table,) = outlet_tables(bank.table_inputs(air["m_chw"], bank.air_specific_heat(t_wb, self.t_chw_set)))
-        chw = self.chilled_water(air, table, state["facility.chiller_spare"], t_db, t_wb)
+        in_service = state["facility.heat_rejection_in_service"]
+        (table,) = outlet_tables(bank.table_inputs(air["m_chw"], bank.air_specific_heat(t_wb, self.t_chw_set),
+                                                   in_service))
+        chw = self.chilled_water(air, table, state["facility.chiller_spare"], t_db, t_wb, in_service)
         if chw["deficit"] > 0:  # heat the coils could not pass on stays in the room air
             air["tca_end"] += chw["deficit"] * dt / self.c_room
             air["tca_mean"] += chw["deficit"] * dt / (2.0 * self.c_room)
@@ -136,9 +139,11 @@ class ChilledWater(Component):
         return {"q_air": q_air, "p_crah": p_crah, "tca_end": tca_end, "tca_mean": tca_mean, "m_chw": m_chw,
                 "p_chw": p_chw, "q_chw": q_chw, "t_chw_ret": t_chw_ret}
 
-    def chilled_water(self, air: dict, table_chw, spare: float, t_db: float, t_wb: float) -> dict:
+    def chilled_water(self, air: dict, table_chw, spare: float, t_db: float, t_wb: float,
+                      in_service: float = 1.0) -> dict:
         """Chilled-water circuit (steady): free cooling, then the chillers' ``spare`` capacity
-        [W]; what neither can take is a deficit that stays in the room."""
+        [W]; what neither can take is a deficit that stays in the room. ``in_service``: the
+        fraction of the heat-rejection fans working [1]."""
         m_chw = air["m_chw"]
         q_free_chw = q_ch_chw = deficit = 0.0
         speed_chw, chw_wet, t_chw = 0.0, False, self.t_chw_set
@@ -153,7 +158,7 @@ class ChilledWater(Component):
             if q_free_chw > 0:
                 speed_chw, chw_wet = cw["speed"], cw["wet"] and cw["speed"] > 0
             elif self.chw_bank.tower and q_ch_chw > 0:
-                speed_chw = self.chw_bank.speed_max
+                speed_chw = in_service
         return {"q_free_chw": q_free_chw, "q_ch_chw": q_ch_chw, "deficit": deficit,
                 "speed_chw": speed_chw, "chw_wet": chw_wet, "t_chw": t_chw}
 

@@ -32,7 +32,8 @@ class Chiller(Component):
     design_load : float
         Design heat of both circuits [W] (sizes the chillers when no count is given).
     bank : HeatRejectionBank
-        The facility water's heat-rejection units (the sink of water-cooled condensers).
+        The facility water's heat-rejection units (the sink of water-cooled condensers: their
+        kind and rated approach, read once here).
     every : int
         Thermal steps per plant step.
     """
@@ -50,7 +51,8 @@ class Chiller(Component):
 
     def __init__(self, spec, catalog, design_load: float, bank, every: int = 1):
         self.every = every
-        self.bank = bank
+        self.tower = bank.tower
+        self.sink_approach = bank.entry.approach.si
         names = spec.templates()
         self.chiller = None
         self.chiller_count = 0
@@ -84,7 +86,7 @@ class Chiller(Component):
         heat-rejection units' rated approach above their sink."""
         if self.chiller is None or self.chiller.condenser == "air":
             return t_db
-        return (t_wb if self.bank.tower else t_db) + self.bank.entry.approach.si
+        return (t_wb if self.tower else t_db) + self.sink_approach
 
     def power(self, q_ch_fw: float, q_ch_chw: float, t_set: float, t_chw_set: float, t_db: float,
               t_wb: float) -> float:

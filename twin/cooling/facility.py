@@ -16,7 +16,10 @@ order each declares with its ``plant_stage``): :mod:`twin.site.station` (weather
 (dry coolers / towers), any further equipment the scenario's ``plant.equipment`` names, then
 :class:`PlantLedger` (cooling power, modes, the energy balance).
 They step every ``plant.step`` on block means of what they read from the racks and the power
-chain, and read each other's outputs of the same plant step as they are. Each volume is
+chain, and read each other's outputs of the same plant step as they are: they are coupled
+through declared variables, each with one writer, and a joint solve has one owner (the water
+leaving the heat-rejection units and the loop it cools: that loop's component; see
+:mod:`twin.cooling.rejection`). Each volume is
 integrated exactly over the step for inputs held over the step (a linear ODE
 C dT/dt = q − k (T − T_ref) has a closed form), so any step from 1 s to 1 h is stable and the
 heat bookkeeping closes to rounding error; the volumes are coupled explicitly (the CDUs see the
@@ -48,7 +51,7 @@ from twin.cooling.chiller import Chiller
 from twin.cooling.config import PlantSpec
 from twin.cooling.equipment import check_config, plant_equipment
 from twin.cooling.facility_water import FacilityWater
-from twin.cooling.rejection import rejection_unit
+from twin.cooling.rejection import HeatRejection, rejection_unit
 from twin.sim.component import Component, State, Var, step_mean
 from twin.site.station import WeatherStation
 from twin.site.weather import Weather, build_weather
@@ -365,6 +368,7 @@ class Plant:
         self.chw_bank = self.room.chw_bank
         self.chillers = Chiller(spec, catalog, design_liquid + self.room.crah_capacity, self.bank, every)
         self.ledger = PlantLedger(every)
+        self.heat_rejection = HeatRejection(self.bank, self.chw_bank, self.chillers.water_cooled, every)
         self.station = WeatherStation(self.weather, every)
         if system is None:
             from types import SimpleNamespace
@@ -474,13 +478,10 @@ class Plant:
 
     def fail_dry_cooler_fans(self, fraction: float):
         """A ``fraction`` (0..1) of the heat-rejection fans (dry coolers or tower cells) fails."""
-        fraction = float(fraction)
-        if not 0.0 <= fraction <= 1.0:
-            raise ValueError(f"fail_dry_cooler_fans: fraction must be in 0..1, got {fraction}")
-        self.bank.failed = self.chw_bank.failed = fraction
+        self.heat_rejection.set_failed(fraction)
 
     def restore_dry_cooler_fans(self):
-        self.bank.failed = self.chw_bank.failed = 0.0
+        self.heat_rejection.set_failed(0.0)
 
     def set_setpoint(self, *, facility_water_supply: float | None = None,
                      cdu_supply: float | None = None, cdu: int | None = None,

@@ -206,7 +206,7 @@ class FacilitySupply(Component):
     the supply the CDUs see over the step. Owns the facility-water set-point and the cooling mode."""
 
     inputs = ("facility.m_facility_water", "facility.t_outdoor", "facility.t_wet_bulb",
-              "facility.chiller_available")
+              "facility.chiller_available", "facility.heat_rejection_in_service")
     outputs = (T_FACILITY_SUPPLY, FW_LAW)
     controls = (T_FACILITY_SUPPLY_SET, COOLING_MODE)
     phase = "integration"
@@ -227,7 +227,8 @@ class FacilitySupply(Component):
         fw, bank = self.water, self.water.bank
         t_db, t_wb = float(state["facility.t_outdoor"][0]), float(state["facility.t_wet_bulb"][0])
         m_f = state["facility.m_facility_water"]
-        (table,) = outlet_tables(bank.table_inputs(m_f, bank.air_specific_heat(t_wb, fw.t_set)))
+        (table,) = outlet_tables(bank.table_inputs(m_f, bank.air_specific_heat(t_wb, fw.t_set),
+                                                   state["facility.heat_rejection_in_service"]))
         law = fw.law(table, t_db, t_wb, m_f, state["facility.chiller_available"])
         state["facility.facility_water_law"] = law
         state["facility.t_facility_supply"] = np.array([float(law["t_supply"])])

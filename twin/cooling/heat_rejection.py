@@ -107,7 +107,9 @@ class HeatRejectionBank:
     UA = UA_d · s^n (air-side film coefficient). Each step the water outlet fraction
     r(s) = (T_out − T_sink) / (T_in − T_sink) is tabulated over :data:`SPEED_GRID` for the actual
     water flow; the fans then run at the lowest speed that brings the water to its set-point
-    (or flat out), with power by the cube law. Failed fans remove their share of air flow.
+    (or flat out), with power by the cube law. Failed fans remove their share of air flow: the
+    fraction in service is an argument (``in_service``), the state of the equipment that owns
+    the fans (:class:`twin.cooling.rejection.HeatRejection`), not of the bank.
     """
 
     def __init__(self, entry, count: int, kind: str):
@@ -119,7 +121,6 @@ class HeatRejectionBank:
         self.p_fan = entry.fan_power.si * count  # [W]
         self.exponent = entry.ua_exponent.si
         self.capacity = entry.capacity.si * count
-        self.failed = 0.0  # fraction of fans out of service
         m_w = entry.water_flow.si * RHO_WATER * count
         c_w = m_w * CP_WATER
         sink = entry.design_sink.si
@@ -141,11 +142,6 @@ class HeatRejectionBank:
         self.cycles = None if cycles is None else cycles.si
         self.latent = entry.latent_fraction.si if self.tower else 1.0
 
-    @property
-    def speed_max(self) -> float:
-        """Highest air flow of the working fans, relative to the bank's design [1]."""
-        return 1.0 - self.failed
-
     def air_specific_heat(self, t_wb: float, t_water: float) -> float:
         """Specific heat of the air stream [J kg-1 K-1]: c_p,a, or c_s for a tower."""
         if not self.tower:
@@ -153,10 +149,11 @@ class HeatRejectionBank:
         # c_s varies slowly with temperature: 0.01 K rounding keeps a small cache useful
         return _saturated_specific_heat_cached(round(t_wb, 2), round(t_water, 2))
 
-    def table_inputs(self, m_water: float, c_air_specific: float):
-        """Arguments of :func:`~twin.cooling.plant.hx_outlets` over the speed grid (water hot,
-        air cold, unit temperature difference): speeds, air flows, UA, water flow, c_air."""
-        s = SPEED_GRID * self.speed_max
+    def table_inputs(self, m_water: float, c_air_specific: float, in_service: float = 1.0):
+        """Arguments of :func:`~twin.cooling.plant.hx_outlets` over the speed grid up to the
+        fans ``in_service`` (water hot, air cold, unit temperature difference): speeds, air
+        flows, UA, water flow, c_air."""
+        s = SPEED_GRID * in_service
         return (s, RHO_AIR * self.v_air * s, self.ua * s ** self.exponent,
                 np.full_like(s, m_water), np.full_like(s, c_air_specific))
 
@@ -169,9 +166,10 @@ class HeatRejectionBank:
             return float(s[-1])
         return float(np.interp(r_target, r[::-1], s[::-1]))
 
-    def fan_power(self, speed: float) -> float:
-        """Fan power at relative air flow ``speed`` (of the bank's design) [W]."""
-        working = self.speed_max
+    def fan_power(self, speed: float, in_service: float = 1.0) -> float:
+        """Fan power at relative air flow ``speed`` (of the bank's design) with the fraction
+        ``in_service`` of the fans working [W]."""
+        working = in_service
         if working <= 0.0 or speed <= 0.0:
             return 0.0
         return float(fan_power(speed, working, self.p_fan * working))

@@ -5,7 +5,18 @@ the chilled water (one unit type, a bank per circuit; physics in
 Per plant step: the facility-water bank's fan speed (what holds the set-point with free cooling
 on; flat out for towers carrying a water-cooled chiller's condenser heat), the fan power of both
 banks and the make-up water (tower evaporation and blowdown, or adiabatic pad water). A fan
-failure takes a fraction of the fans of both banks out until cleared.
+failure takes a fraction of the fans of both banks out until cleared: :class:`HeatRejection`
+owns the fans and publishes the fraction in service (``facility.heat_rejection_in_service``),
+which the water circuits read for their free-cooling solve.
+
+*Coupling.* The water leaving the units at a fan speed and the loop's temperature are one joint
+solve (the loop's rejection R(T) over the step depends on both), so the component of each water
+circuit owns it, with the bank's physics (:meth:`~twin.cooling.heat_rejection.HeatRejectionBank.solve`):
+:class:`~twin.cooling.facility_water.FacilitySupply` for the facility water,
+:class:`~twin.cooling.chilled_water.ChilledWater` for the chilled water. They hand the result on
+as declared variables (``facility.facility_water_law``, ``facility.chilled_water_step``), from
+which this component sets the fans and the make-up water. The banks themselves hold only
+catalogue figures and sizes.
 """
 
 from __future__ import annotations
@@ -23,6 +34,8 @@ P_FANS = Var("facility", "p_heat_rejection_fans", "W", "dry cooler / cooling tow
 WATER = Var("facility", "water", "kg s-1", "make-up water (evaporation and blowdown)")
 HR_STEP = Var("facility", "heat_rejection_step", "1", "facility water heat rejection over the plant step: fan speed",
               record=False)
+IN_SERVICE = Var("facility", "heat_rejection_in_service", "1",
+                 "fraction of the heat-rejection fans in service (both circuits)", record=False)
 
 
 def rejection_unit(spec, catalog, design_liquid: float):
@@ -58,19 +71,34 @@ class HeatRejection(Component):
 
     inputs = ("facility.facility_water_law", "facility.facility_water_step", "facility.chilled_water_step",
               "facility.p_chiller", "facility.t_outdoor", "facility.t_wet_bulb")
-    outputs = (P_FANS, WATER, HR_STEP)
+    outputs = (P_FANS, WATER, HR_STEP, IN_SERVICE)
     events = ("dry_cooler_fan_failure",)
     phase = "integration"
     plant_stage = 70
 
     @classmethod
     def from_plant(cls, plant):
-        return cls(plant.bank, plant.chw_bank, plant.chillers.water_cooled, plant.every)
+        return plant.heat_rejection
 
     def __init__(self, bank: HeatRejectionBank, chw_bank: HeatRejectionBank, water_cooled: bool, every: int = 1):
         self.bank, self.chw_bank = bank, chw_bank
         self.water_cooled = water_cooled
         self.every = every
+        self.in_service = 1.0  # fraction of the fans working [1]
+        self.state = None
+
+    def initialise(self, state) -> None:
+        self.state = state
+        state[IN_SERVICE.key] = self.in_service
+
+    def set_failed(self, fraction: float) -> None:
+        """A ``fraction`` (0..1) of the fans of both banks is out of service from now on."""
+        fraction = float(fraction)
+        if not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"dry_cooler_fan_failure: fraction must be in 0..1, got {fraction}")
+        self.in_service = 1.0 - fraction
+        if self.state is not None:
+            self.state[IN_SERVICE.key] = self.in_service
 
     def fan_speed(self, law: dict, fw: dict) -> float:
         """Relative air flow of the facility water's units over the step [1]."""
@@ -81,7 +109,7 @@ class HeatRejection(Component):
                 if tf_mean > t_set and tf_mean > t_sink:
                     speed = self.bank.speed_for(*law["table"], (t_set - t_sink) / (tf_mean - t_sink))
             elif self.bank.tower and fw["q_ch_fw"] > 0:
-                speed = self.bank.speed_max  # towers carry the condenser heat
+                speed = self.in_service  # towers carry the condenser heat
         return speed
 
     def water(self, fw: dict, chw: dict, speed_fw: float, fw_wet: bool, p_chiller: float, t_db: float,
@@ -101,15 +129,13 @@ class HeatRejection(Component):
         t_db, t_wb = float(state["facility.t_outdoor"][0]), float(state["facility.t_wet_bulb"][0])
         speed_fw = self.fan_speed(law, fw)
         fw_wet = law["wet"] and speed_fw > 0
-        p_fans = self.bank.fan_power(speed_fw) + self.chw_bank.fan_power(chw["speed_chw"])
+        p_fans = (self.bank.fan_power(speed_fw, self.in_service)
+                  + self.chw_bank.fan_power(chw["speed_chw"], self.in_service))
         water = self.water(fw, chw, speed_fw, fw_wet, float(state["facility.p_chiller"][0]), t_db, t_wb)
         state["facility.p_heat_rejection_fans"] = np.array([float(p_fans)])
         state["facility.water"] = np.array([float(water)])
         state["facility.heat_rejection_step"] = {"speed_fw": speed_fw, "p_fans": p_fans, "water": water}
 
     def apply(self, action) -> bool:
-        fraction = float(action.event.fraction) if action.what == "start" else 0.0
-        if not 0.0 <= fraction <= 1.0:
-            raise ValueError(f"dry_cooler_fan_failure: fraction must be in 0..1, got {fraction}")
-        self.bank.failed = self.chw_bank.failed = fraction
+        self.set_failed(float(action.event.fraction) if action.what == "start" else 0.0)
         return True

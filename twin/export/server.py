@@ -256,35 +256,29 @@ class Routes:
         if method not in ("GET", "HEAD"):
             start_response("405 Method Not Allowed", [("Content-Type", "text/plain"), ("Allow", "GET, HEAD")])
             return [b"method not allowed\n"]
-        headers = [("Cache-Control", "no-store")]
+        text, extra = "text/plain; charset=utf-8", []
         if path == "/metrics":
             gzip_ok = "gzip" in environ.get("HTTP_ACCEPT_ENCODING", "")
             got = self.render(environ.get("HTTP_ACCEPT", ""), gzip_ok)
             if got is None:
                 status, body = "503 Service Unavailable", b"metrics not rendered yet, try again\n"
-                headers += [("Content-Type", "text/plain"), ("Content-Length", str(len(body))),
-                            ("Retry-After", "1")]
+                content_type, extra = "text/plain", [("Retry-After", "1")]
             else:
-                content_type, body = got
-                headers += [("Content-Type", content_type), ("Content-Length", str(len(body)))]
-                if gzip_ok:
-                    headers.append(("Content-Encoding", "gzip"))
-                status = "200 OK"
+                status, (content_type, body) = "200 OK", got
+                extra = [("Content-Encoding", "gzip")] if gzip_ok else []
         elif path == "/healthz":
             failed = self.failure()
             status = "503 Service Unavailable" if failed else "200 OK"
-            body = (("failed: " + failed) if failed else "ok " + self.status())
-            body = (body + "\n").encode()
-            headers += [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))]
+            content_type, body = text, ((("failed: " + failed) if failed else "ok " + self.status()) + "\n").encode()
         elif path == "/":
-            status = "200 OK"
+            status, content_type = "200 OK", text
             body = (f"twin exporter — {self.status()}\n/metrics  Prometheus metrics\n"
                     f"/healthz  health\n").encode()
-            headers += [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))]
         else:
-            status, body = "404 Not Found", b"not found (try /metrics)\n"
-            headers += [("Content-Type", "text/plain"), ("Content-Length", str(len(body)))]
-        start_response(status, headers)
+            status, content_type, body = "404 Not Found", "text/plain", b"not found (try /metrics)\n"
+        # one set of headers for every answer: no caching, its type and length, then its own
+        start_response(status, [("Cache-Control", "no-store"), ("Content-Type", content_type),
+                                ("Content-Length", str(len(body))), *extra])
         return [b""] if method == "HEAD" else [body]
 
 
