@@ -98,3 +98,15 @@ def test_unknown_equipment_in_the_scenario_names_the_field():
 
     with pytest.raises(ScenarioError, match=r"plant\.equipment\.no_such_unit: unknown equipment"):
         _sim(plant={"equipment": {"no_such_unit": {}}})
+
+
+def test_cdu_models_are_found_by_the_kind_they_declare():
+    """A CDU model without a plant registers by its catalogue kind; a subclass that does not
+    declare one of its own is not registered twice."""
+    from twin.cooling.cdu import SimpleCdu
+    from twin.cooling.equipment import cdu_models, declaring
+    from twin.cooling.liquid_to_air import LiquidToAirCdu
+
+    assert cdu_models() == {"liquid_to_liquid": SimpleCdu, "liquid_to_air": LiquidToAirCdu}
+    assert LiquidToAirCdu in declaring("cdu_kind") and issubclass(LiquidToAirCdu, SimpleCdu)
+    assert all("plant_stage" in vars(c) for c in PLANT_EQUIPMENT)

@@ -159,6 +159,7 @@ class SimpleCdu(CduComponent):
     inputs = ("cdu.flow", "cdu.q_in")
     outputs = (P_PUMP, Q, P_COOLING, T_FACILITY_SUPPLY, T_SUPPLY_NEXT, FLOW_FACTOR, T_COLD_AISLE_NEXT)
     phase = "integration"
+    cdu_kind = "liquid_to_liquid"  # the catalogue CDU kind it models (twin.cooling.equipment.cdu_models)
 
     def __init__(self, system, t_facility: float, t_cold_aisle: float, pumps: CduPumps,
                  supply_volume=None):

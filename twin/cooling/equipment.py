@@ -1,5 +1,6 @@
 """The facility plant's equipment registry: every component class with a ``plant_stage``,
-found in the modules of :data:`PACKAGES`, in step order.
+found in the modules of :data:`PACKAGES`, in step order; and the CDU models without a plant,
+by the catalogue CDU ``kind`` each declares (``cdu_kind``, :func:`cdu_models`).
 
 A piece of equipment is one module under ``twin/cooling/`` (or ``twin/site/``) that defines a
 :class:`~twin.sim.component.Component` with
@@ -42,6 +43,22 @@ PACKAGES = ("twin.site", "twin.cooling")
 
 
 @functools.cache
+def declaring(attribute: str) -> tuple[type, ...]:
+    """Classes defined in the modules of :data:`PACKAGES` that set ``attribute`` themselves
+    (not only through a base class) to something other than None, in module order."""
+    found: dict[str, type] = {}
+    for package in PACKAGES:
+        pkg = importlib.import_module(package)
+        for info in pkgutil.iter_modules(pkg.__path__):
+            module = importlib.import_module(f"{package}.{info.name}")
+            for obj in vars(module).values():
+                if (isinstance(obj, type) and obj.__module__ == module.__name__
+                        and vars(obj).get(attribute) is not None):
+                    found[f"{obj.__module__}.{obj.__qualname__}"] = obj
+    return tuple(found.values())
+
+
+@functools.cache
 def plant_equipment() -> tuple[type, ...]:
     """The plant's equipment classes in step order (by ``plant_stage``).
 
@@ -50,20 +67,28 @@ def plant_equipment() -> tuple[type, ...]:
     ValueError
         Two classes with the same stage (their order would be arbitrary).
     """
-    found: dict[str, type] = {}
-    for package in PACKAGES:
-        pkg = importlib.import_module(package)
-        for info in pkgutil.iter_modules(pkg.__path__):
-            module = importlib.import_module(f"{package}.{info.name}")
-            for obj in vars(module).values():
-                if (isinstance(obj, type) and obj.__module__ == module.__name__
-                        and getattr(obj, "plant_stage", None) is not None):
-                    found[f"{obj.__module__}.{obj.__qualname__}"] = obj
-    ordered = sorted(found.values(), key=lambda c: c.plant_stage)
+    ordered = sorted(declaring("plant_stage"), key=lambda c: c.plant_stage)
     for a, b in zip(ordered, ordered[1:]):
         if a.plant_stage == b.plant_stage:
             raise ValueError(f"plant equipment {a.__name__} and {b.__name__} share stage {a.plant_stage}")
     return tuple(ordered)
+
+
+@functools.cache
+def cdu_models() -> dict[str, type]:
+    """CDU models without a plant by the catalogue CDU ``kind`` they bring in (``cdu_kind``).
+
+    Raises
+    ------
+    ValueError
+        Two models of one kind.
+    """
+    out: dict[str, type] = {}
+    for cls in declaring("cdu_kind"):
+        if cls.cdu_kind in out:
+            raise ValueError(f"CDU models {out[cls.cdu_kind].__name__} and {cls.__name__} both model '{cls.cdu_kind}'")
+        out[cls.cdu_kind] = cls
+    return out
 
 
 def config_keys() -> dict[str, type]:

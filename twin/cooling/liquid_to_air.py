@@ -54,7 +54,7 @@ class LiquidToAirCdu(SimpleCdu):
     """
 
     outputs = SimpleCdu.outputs + (T_AIR_OUT, P_FAN)
-    kind = "liquid_to_air"
+    cdu_kind = "liquid_to_air"  # the catalogue CDU kind it models (twin.cooling.equipment.cdu_models)
 
     def __init__(self, system, t_facility: float, t_cold_aisle: float, pumps, entries):
         super().__init__(system, t_facility, t_cold_aisle, pumps)

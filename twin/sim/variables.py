@@ -16,9 +16,7 @@ variables (``last``, e.g. a job's ``state``) hold the value at the end of the in
 
 from __future__ import annotations
 
-from twin.cooling.cdu import SimpleCdu
-from twin.cooling.equipment import plant_equipment
-from twin.cooling.liquid_to_air import LiquidToAirCdu
+from twin.cooling.equipment import cdu_models, plant_equipment
 from twin.network.component import NetworkPower
 from twin.power.chain import PowerChain
 from twin.power.chips import ChipPower, Governors
@@ -31,18 +29,17 @@ from twin.workload.components import Demand, JobAccounting
 #: The plant's equipment classes in step order (found in their modules).
 PLANT_EQUIPMENT: tuple[type, ...] = plant_equipment()
 
+#: CDU models without a plant, by the catalogue CDU ``kind`` they bring in (each declares its
+#: ``cdu_kind`` and is found in its module); a scenario's CDUs use the model of their one kind
+#: other than liquid_to_liquid (which every model handles too).
+CDU_MODELS: dict[str, type] = cdu_models()
+
 #: Component classes, in the order their variables are listed.
 COMPONENT_TYPES: tuple[type, ...] = (
-    NetworkPower, Shelves, PowerChain, SimpleCdu, *PLANT_EQUIPMENT, LiquidToAirCdu, RackThermal, ChipPower, Governors,
+    NetworkPower, Shelves, PowerChain, CDU_MODELS["liquid_to_liquid"], *PLANT_EQUIPMENT,
+    *(m for k, m in CDU_MODELS.items() if k != "liquid_to_liquid"), RackThermal, ChipPower, Governors,
     Demand, JobAccounting,
 )
-
-#: CDU models without a plant, by the catalogue CDU ``kind`` they bring in; a scenario's CDUs use
-#: the model of their one kind other than liquid_to_liquid (which every model handles too).
-CDU_MODELS: dict[str, type] = {
-    "liquid_to_liquid": SimpleCdu,
-    "liquid_to_air": LiquidToAirCdu,
-}
 
 
 def _declared(types) -> dict[str, Var]:
