@@ -115,3 +115,21 @@ def test_nothing_else_in_the_package_names_it():
     assert CondenserWaterPumps in PLANT_EQUIPMENT
     assert "p_condenser_pumps" in VARIABLES["facility"]
     assert METRICS[("facility", "p_condenser_pumps")] == "twin_condenser_water_pump_power_watts"
+
+
+def test_twin_validate_names_the_file_line_and_field(tmp_path):
+    """Bad equipment options fail before anything runs: one line, FILE:LINE: field: message, exit 2."""
+    from typer.testing import CliRunner
+
+    from tests.conftest import SCENARIOS
+    from twin.cli import app
+
+    text = (SCENARIOS / "quickstart.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "bad.yaml"
+    path.write_text(text + "plant:\n  heat_rejection: {kind: dry_cooler}\n  equipment:\n"
+                           "    condenser_water_pumps: {}\n", encoding="utf-8")
+    line = len(text.splitlines()) + 4
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (f"{path}:{line}: plant.equipment.condenser_water_pumps: condenser-water "
+                                     "pumps need water-cooled chillers (plant.chiller)")
