@@ -15,23 +15,21 @@ Units: seconds, bytes, bytes/s, FLOP/s, tokens; utilisation and clocks are fract
 
 from __future__ import annotations
 
+import os
 from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
+# Slot phases and the decode counters' thresholds (shared with the compiled event loop).
+from twin.workload.pool_slots import DECODE, EMPTY, PREFILL
+from twin.workload.pool_slots import DONE_TOKENS as _DONE_TOKENS
+from twin.workload.pool_slots import K_REBASE as _K_REBASE
+
 #: FLOPs per parameter per token of a forward pass (one multiply and one add per weight).
 FLOPS_PER_PARAM_PER_TOKEN = 2.0
 #: Keys and values: two cached vectors per layer and KV head.
 KV_TENSORS = 2
-#: Slot phases.
-EMPTY, PREFILL, DECODE = 0, 1, 2
-#: Output tokens left below which a sequence counts as finished [tokens] (decode is tracked in
-#: fractional steps; this absorbs rounding only).
-_DONE_TOKENS = 1e-9
-#: Decode-step counter above which a replica's counters are shifted back to 0, so that fractional
-#: steps keep their precision [1].
-_K_REBASE = 65536.0
 #: Guard against a scheduling bug looping for ever within one step.
 _MAX_EVENTS_PER_STEP = 1_000_000
 
@@ -438,6 +436,31 @@ def pool_arguments(chip, tp, *, params, fmt, kv_bytes_per_token, layers=None, d_
 
 
 # -- the pool -------------------------------------------------------------------------------------
+def choose_kernel(name: str | None = None) -> str:
+    """The pool's event loop: ``name``, else ``TWIN_KERNEL``, else (``auto``) ``numba`` when it is
+    installed, ``numpy`` otherwise.
+
+    A pool advances every workload sub-step and its compiled loop saves ~1 ms of CPU per call on a
+    few dozen replicas, so unlike the chip kernel (:func:`twin.power.kernels.choose`) any pool
+    uses it when numba is there: numba's import (~0.5 s of CPU) pays for itself within a few
+    hundred sub-steps.
+
+    Raises
+    ------
+    ScenarioError
+        ``TWIN_KERNEL`` names no kernel, or numba when it is not installed (one line naming the
+        allowed values).
+    ValueError
+        The same for ``name``.
+    """
+    from twin.power.kernels import ENV, choose, numba_available
+
+    picked = choose(0, name)  # checks the name (or TWIN_KERNEL); auto gives numpy for 0 devices
+    if (name or os.environ.get(ENV, "") or "auto").strip().lower() == "auto":
+        return "numba" if numba_available() else "numpy"
+    return picked
+
+
 class PoolStep(NamedTuple):
     """What an :class:`InferencePool` did in one time step.
 
@@ -544,6 +567,10 @@ class InferencePool:
         :func:`~twin.workload.traces.poisson_arrivals`. More can be added with :meth:`submit`.
     t_start : float, optional
         Simulation time at which the pool starts [s]; arrivals are on the same clock. Default 0.
+    kernel : {"auto", "numpy", "numba"}, optional
+        Implementation of the event loop (:func:`choose_kernel`): the numpy reference or the
+        compiled loop of :mod:`twin.workload.serving_kernel`, which gives the same results bit
+        for bit. Default: ``TWIN_KERNEL``, else numba when it is installed.
 
     Notes
     -----
@@ -599,7 +626,8 @@ class InferencePool:
                  tp: int = 1, layers: int = 0, d_model: int = 0, fabric_bandwidth: float = np.inf,
                  collective_latency: float = 0.0, t_layer: float = 0.0, kv_capacity: float = np.inf,
                  prefill_chunk: float | None = None, u_hbm: float = 1.0, u_tensor: float = 1.0,
-                 requests: pd.DataFrame | None = None, t_start: float = 0.0):
+                 requests: pd.DataFrame | None = None, t_start: float = 0.0, kernel: str | None = None):
+        self.kernel = choose_kernel(kernel)
         if int(n_replicas) != n_replicas or n_replicas < 1:
             raise ValueError("InferencePool: n_replicas must be a whole number >= 1, "
                              f"got {n_replicas}")
@@ -643,6 +671,9 @@ class InferencePool:
         self._tau_sq = 2.0 * self.layers * self.d_model / F  # attention [s/token²]
         self._t_pass = float(forward_overhead(self.layers, self.tp, collective_latency, t_layer))  # [s]
         self._read_rate = self.hbm_bandwidth * self.mbu  # [B/s], not clock-scaled
+        # Decode activity per byte read and per sequence-step (full clock) [s/B], [s].
+        self._a_byte = self.u_hbm / self.hbm_bandwidth
+        self._a_seq = self.u_tensor * FLOPS_PER_PARAM_PER_TOKEN * self.params / self.flops_peak
         # Slots (replica × sequence). A decoding slot finishes when its replica's decode-step
         # counter K reaches the slot's k_end; it has generated output − (k_end − K) tokens and
         # holds ctx0 + (K − k0) tokens of context. Decode steps thus touch one number per replica.
@@ -761,16 +792,7 @@ class InferencePool:
             ``t0`` is not the pool's time, ``dt`` ≤ 0, or a clock is negative or not finite.
         """
         R = self.n_replicas
-        if abs(t0 - self.t) > 1e-9 * max(1.0, abs(self.t)):
-            raise ValueError(f"InferencePool.advance: step starts at t0={t0} s but the pool is at "
-                             f"{self.t} s (steps must follow each other)")
-        if not dt > 0:
-            raise ValueError(f"InferencePool.advance: dt must be > 0 s, got {dt}")
-        c = np.asarray(clock, dtype=float)
-        c = np.full(R, float(c)) if c.ndim == 0 else c
-        if c.shape != (R,) or not (np.isfinite(c).all() and c.min() >= 0):
-            raise ValueError(f"InferencePool.advance: clock must be a number or {R} numbers, "
-                             "finite and >= 0")
+        c = self._check_step(t0, dt, clock)
         t0 = self.t
         t_end = t0 + dt
         arrival = self._cols["arrival"]
@@ -779,20 +801,135 @@ class InferencePool:
         n_arr_end = int(arrival[: self._n].searchsorted(t_end, side="left"))
         done_before = self._n_done
 
-        tau = np.full(R, t0)
         act = np.zeros(R)  # ∫ u dt [s], prefill ...
         act_dec = np.zeros(R)  # ... and decode
         tok_p = np.zeros(R)
         tok_o = np.zeros(R)
+        if self.kernel == "numba":
+            self._advance_compiled(t0, t_end, c, n_arr_end, act, act_dec, tok_p, tok_o)
+        else:
+            self._advance_reference(t0, t_end, c, n_arr_end, act, act_dec, tok_p, tok_o)
+
+        self.t = t_end
+        self.tokens_generated += float(tok_o.sum())
+        self.prompt_tokens_processed += float(tok_p.sum())
+        running = c > 0  # a stalled replica does no work
+        return PoolStep(
+            u_prefill=np.where(running, act / dt, 0.0),
+            u_decode=np.where(running, act_dec / dt, 0.0),
+            prompt_tokens=tok_p,
+            output_tokens=tok_o,
+            arrived=n_arr_end - n_arrived_before,
+            completed=self._n_done - done_before,
+            queue_length=n_arr_end - self._head,
+        )
+
+    def advance_steps(self, t0: float, dt: float, n: int, clock=1.0) -> PoolStep:
+        """Serve ``n`` consecutive steps of ``dt`` from ``t0`` at one clock, in one call (the
+        workload sub-steps of a thermal step): the same as ``n`` calls of :meth:`advance`, with
+        the compiled kernel without returning to Python in between.
+
+        Returns
+        -------
+        PoolStep
+            Its fields with a leading axis of ``n`` steps: (n, replicas) and (n,).
+
+        Raises
+        ------
+        ValueError
+            As :meth:`advance`, or ``n`` < 1.
+        """
+        c = self._check_step(t0, dt, clock)
+        if int(n) != n or n < 1:
+            raise ValueError(f"InferencePool.advance_steps: n must be a whole number >= 1, got {n}")
+        n = int(n)
+        if self.kernel != "numba":
+            steps = [self.advance(self.t, dt, c) for _ in range(n)]
+            return PoolStep(*(np.array([getattr(s, f) for s in steps]) for f in PoolStep._fields))
+        from twin.workload import serving_kernel
+
+        R = self.n_replicas
+        act, act_dec, tok_p, tok_o = (np.zeros((n, R)) for _ in range(4))
+        n_arr, heads, n_done = (np.zeros(n, dtype=np.int64) for _ in range(3))
+        arrived_before = int(self._cols["arrival"][: self._n].searchsorted(self.t, side="left"))
+        done_before = self._n_done
+        ctr = np.array([self._head, self._n_done], dtype=np.int64)
+        done = serving_kernel.advance_steps(float(self.t), float(dt), n, *self._kernel_args(c), ctr,
+                                            act, act_dec, tok_p, tok_o, n_arr, heads, n_done)
+        self._head, self._n_done = int(ctr[0]), int(ctr[1])
+        for k in range(done):  # the pool's time and totals, summed as advance sums them
+            self.t = self.t + dt
+            self.tokens_generated += float(tok_o[k].sum())
+            self.prompt_tokens_processed += float(tok_p[k].sum())
+        if done < n:  # pragma: no cover - a scheduling bug, not an input error
+            raise RuntimeError(f"InferencePool.advance: more than {_MAX_EVENTS_PER_STEP} events in "
+                               f"the step at t={self.t} s")
+        running = c > 0  # a stalled replica does no work
+        return PoolStep(
+            u_prefill=np.where(running, act / dt, 0.0),
+            u_decode=np.where(running, act_dec / dt, 0.0),
+            prompt_tokens=tok_p,
+            output_tokens=tok_o,
+            arrived=np.diff(n_arr, prepend=arrived_before),
+            completed=np.diff(n_done, prepend=done_before),
+            queue_length=n_arr - heads,
+        )
+
+    def _check_step(self, t0, dt, clock) -> np.ndarray:
+        """The replicas' clocks (n_replicas,), after checking that a step at ``t0`` of ``dt``
+        follows the last one."""
+        R = self.n_replicas
+        if abs(t0 - self.t) > 1e-9 * max(1.0, abs(self.t)):
+            raise ValueError(f"InferencePool.advance: step starts at t0={t0} s but the pool is at "
+                             f"{self.t} s (steps must follow each other)")
+        if not dt > 0:
+            raise ValueError(f"InferencePool.advance: dt must be > 0 s, got {dt}")
+        c = np.asarray(clock, dtype=float)
+        c = np.full(R, float(c)) if c.ndim == 0 else np.ascontiguousarray(c)
+        if c.shape != (R,) or not (np.isfinite(c).all() and c.min() >= 0):
+            raise ValueError(f"InferencePool.advance: clock must be a number or {R} numbers, "
+                             "finite and >= 0")
+        return c
+
+    def _kernel_args(self, c) -> tuple:
+        """The compiled loop's arguments from ``n`` (requests submitted) to ``replica``: the
+        pool's constants, its state arrays and request columns (updated in place)."""
+        cols = self._cols
+        chunk = np.nan if self.prefill_chunk is None else float(self.prefill_chunk)
+        return (int(self._n), c, _MAX_EVENTS_PER_STEP, self.max_batch_size, self.params_bytes,
+                self.kv_bytes_per_token, chunk, self._t_pass, self.kv_capacity, self.max_prefill_tokens,
+                self.params, self.layers, self.d_model, self.u_tensor, self.u_hbm, self._read_rate,
+                self._tau_tok, self._tau_flop, self._tau_sq, self._tau_coll, self.flops_peak,
+                self.hbm_bandwidth, self._a_byte, self._a_seq, self._req, self._phase, self._kend, self._k0,
+                self._ctx0, self._K, self._n_occ, self._n_dec, self._ctx_sum, self._kend_min,
+                self._prefill_left, self._prefill_batch, self._prefill_tokens, self._prefill_act,
+                self._kv_used, self._prefilling, cols["arrival"], cols["prompt"], cols["output"],
+                cols["admitted"], cols["first_token"], cols["done"], cols["replica"])
+
+    def _advance_compiled(self, t0, t_end, c, n_arr_end, act, act_dec, tok_p, tok_o) -> None:
+        """The step's events by the compiled loop (:func:`twin.workload.serving_kernel.advance`)."""
+        from twin.workload import serving_kernel
+
+        ctr = np.array([self._head, self._n_done], dtype=np.int64)
+        ok = serving_kernel.advance(float(t0), float(t_end), int(n_arr_end), *self._kernel_args(c), ctr,
+                                    act, act_dec, tok_p, tok_o)
+        self._head, self._n_done = int(ctr[0]), int(ctr[1])
+        if not ok:  # pragma: no cover - a scheduling bug, not an input error
+            raise RuntimeError(f"InferencePool.advance: more than {_MAX_EVENTS_PER_STEP} events in "
+                               f"the step at t={t0} s")
+
+    def _advance_reference(self, t0, t_end, c, n_arr_end, act, act_dec, tok_p, tok_o) -> None:
+        """The step's events, vectorised over replicas with numpy (the reference)."""
+        R = self.n_replicas
+        arrival = self._cols["arrival"]
+        tau = np.full(R, t0)
         W, kv = self.params_bytes, self.kv_bytes_per_token
         K = self._K
         Rr = self._read_rate
         chunk = self.prefill_chunk
         inv_c = np.divide(1.0, c, out=np.full(R, np.inf), where=c > 0)
         inv_c0 = np.where(c > 0, inv_c, 0.0)  # for activity: a stalled replica does none
-        # Decode activity per byte read and per sequence-step (full clock) [s/B], [s].
-        a_byte = self.u_hbm / self.hbm_bandwidth
-        a_seq = self.u_tensor * FLOPS_PER_PARAM_PER_TOKEN * self.params / self.flops_peak
+        a_byte, a_seq = self._a_byte, self._a_seq
 
         A = np.arange(R)
         for _ in range(_MAX_EVENTS_PER_STEP):
@@ -822,7 +959,8 @@ class InferencePool:
                         self._t_pass + bd[both] * self._tau_tok[drows[both]]) * inv_c[drows[both]]
                     t_c = (chunk * self._tau_tok[drows[both]] + self._t_pass) * inv_c[drows[both]]
                     sh = share[dec]
-                    sh[both] = t_c / (t_c + t_d)
+                    # (a stalled replica keeps share 1: it does neither, and inf / inf is no share)
+                    sh[both] = np.divide(t_c, t_c + t_d, out=np.ones(t_c.size), where=c[drows[both]] > 0)
                     share[dec] = sh
                 rr = Rr[drows] * (1.0 - np.where(pf[dec], share[dec], 0.0))
                 kstar = self._kend_min[drows] - K[drows]
@@ -900,20 +1038,6 @@ class InferencePool:
         else:  # pragma: no cover - a scheduling bug, not an input error
             raise RuntimeError(f"InferencePool.advance: more than {_MAX_EVENTS_PER_STEP} events in "
                                f"the step at t={t0} s")
-
-        self.t = t_end
-        self.tokens_generated += float(tok_o.sum())
-        self.prompt_tokens_processed += float(tok_p.sum())
-        running = c > 0  # a stalled replica does no work
-        return PoolStep(
-            u_prefill=np.where(running, act / dt, 0.0),
-            u_decode=np.where(running, act_dec / dt, 0.0),
-            prompt_tokens=tok_p,
-            output_tokens=tok_o,
-            arrived=n_arr_end - n_arrived_before,
-            completed=self._n_done - done_before,
-            queue_length=n_arr_end - self._head,
-        )
 
     def _kv_need(self, j) -> np.ndarray:
         """KV cache reserved by requests ``j``: their prompt and output tokens [B]."""

@@ -138,11 +138,11 @@ class Inference(JobKind):
         """Serve the sub-steps: replicas run at their slowest chip's clock (0 if one tripped)."""
         spec, ks = job.spec, job.kind_state
         rep_clock = clock[ks.replicas].min(axis=1) * ~tripped[ks.replicas].any(axis=1)
+        steps = ks.pool.advance_steps(ts[0], jobs.h_w, ts.size, rep_clock)
+        u[:, ks.replicas] = steps.u[:, :, None]
         tokens = 0.0
-        for k, tk in enumerate(ts):
-            step = ks.pool.advance(tk, jobs.h_w, rep_clock)
-            u[k, ks.replicas] = step.u[:, None]
-            tokens += float(step.output_tokens.sum())
+        for out in steps.output_tokens:  # summed sub-step by sub-step
+            tokens += float(out.sum())
         u[:, job.network] = spec.network_load
         u[:, job.hosts] = spec.host_load
         job.tokens += tokens
