@@ -96,23 +96,43 @@ class CduComponent(Component):
         """A set-point change (restored when it ends), a pump trip (the running pumps on the
         loop's curve until a standby takes over or it clears) or a CDU failure (no flow until
         it clears or fails over) on the CDUs the event's target names."""
-        ev, start = action.event, action.what == "start"
-        idx = cdu_targets(ev.target, self.cdu_names)
-        if ev.kind == "setpoint_change":
+        ev = action.event
+        self.act(ev.kind, action.what, cdu_targets(ev.target, self.cdu_names), value=getattr(ev, "value", None),
+                 count=getattr(ev, "count", 1), key=action.index)
+        return True
+
+    def act(self, kind: str, what: str, idx, *, value=None, count: int = 1, key=None) -> None:
+        """One CDU event on the CDUs of indices ``idx``, then the racks' boundaries again: the
+        one implementation of the CDU faults, for the event queue (:meth:`apply`) and for a
+        plant stepped on its own (:class:`~twin.cooling.facility.Plant`).
+
+        Parameters
+        ----------
+        kind : {"setpoint_change", "cdu_pump_trip", "cdu_failure"}
+        what : {"start", "failover", "clear"}
+        idx : array of int
+        value : float, optional
+            New set-point [degC] (``setpoint_change``).
+        count : int
+            Pumps that trip (``cdu_pump_trip``).
+        key : hashable, optional
+            Identifies a set-point change, so its end restores what it replaced.
+        """
+        start = what == "start"
+        if kind == "setpoint_change":
             if start:
-                self._saved_setpoint[action.index] = self.setpoint[idx].copy()
-                self.setpoint[idx] = ev.value
+                self._saved_setpoint[key] = self.setpoint[idx].copy()
+                self.setpoint[idx] = value
             else:
-                self.setpoint[idx] = self._saved_setpoint.pop(action.index)
-        elif ev.kind == "cdu_pump_trip":
-            act = {"start": lambda j: self.pumps.trip(j, ev.count), "failover": self.pumps.failover,
-                   "clear": self.pumps.restore}[action.what]
+                self.setpoint[idx] = self._saved_setpoint.pop(key)
+        elif kind == "cdu_pump_trip":
+            pump = {"start": lambda j: self.pumps.trip(j, count), "failover": self.pumps.failover,
+                    "clear": self.pumps.restore}[what]
             for i in idx:
-                act(int(i))
+                pump(int(i))
         else:  # CDU failure: no flow until cleared or failed over
             self.down[idx] = start
         self.publish()
-        return True
 
     def control(self, key: str) -> np.ndarray:
         if key == T_SUPPLY_SET.key:

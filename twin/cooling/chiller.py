@@ -107,7 +107,11 @@ class Chiller(Component):
 
     def apply(self, action) -> bool:
         # on a utility outage the chillers stop until the utility (or generator) returns
-        self.tripped = action.what == "start"
+        self.set_tripped(action.what == "start")
+        return True
+
+    def set_tripped(self, tripped: bool) -> None:
+        """All chillers out of service (``True``) or back; the capacity in service is published."""
+        self.tripped = bool(tripped)
         if self.state is not None:
             self.state["facility.chiller_available"] = self.available
-        return True

@@ -434,47 +434,39 @@ class Plant:
         """Σ C·T of the CDU loops, the facility-water loop and the room air [J] (from 0 degC)."""
         return float(self.cdus.stored_heat() + self.facility_water.stored_heat() + self.room.stored_heat())
 
-    # -- faults and set-points ------------------------------------------------------------------
+    # -- faults and set-points (the equipment's own event handling, for the plant on its own) -------
     def trip_cdu_pump(self, i: int, count: int = 1):
         """``count`` running pumps of CDU ``i`` trip: the flow falls to what the survivors give
         on the loop's curve (0 with none left) until a standby takes over
         (:meth:`pump_failover`) or they are repaired."""
-        self.cdus.pumps.trip(self.cdus.check(i), count)
-        self._publish()
+        self.cdu_loops.act("cdu_pump_trip", "start", [self.cdus.check(i)], count=count)
 
     def pump_failover(self, i: int):
         """A standby pump of CDU ``i`` takes over, if one is left."""
-        self.cdus.pumps.failover(self.cdus.check(i))
-        self._publish()
+        self.cdu_loops.act("cdu_pump_trip", "failover", [self.cdus.check(i)])
 
     def restore_cdu_pump(self, i: int):
         """Repair CDU ``i``'s pumps: all duty and standby pumps back."""
-        self.cdus.pumps.restore(self.cdus.check(i))
-        self._publish()
+        self.cdu_loops.act("cdu_pump_trip", "clear", [self.cdus.check(i)])
 
     def fail_cdu(self, i: int):
         """CDU ``i`` fails (pumps and exchanger): no secondary flow until restored or failed over."""
-        self.cdus.cdu_down[self.cdus.check(i)] = True
-        self._publish()
+        self.cdu_loops.act("cdu_failure", "start", [self.cdus.check(i)])
 
     def cdu_failover(self, i: int):
         """A standby CDU of the same type takes the racks of CDU ``i`` over."""
-        self.cdus.cdu_down[self.cdus.check(i)] = False
-        self._publish()
+        self.cdu_loops.act("cdu_failure", "failover", [self.cdus.check(i)])
 
     def restore_cdu(self, i: int):
         """Bring CDU ``i`` back."""
-        self.cdus.cdu_down[self.cdus.check(i)] = False
-        self._publish()
+        self.cdu_loops.act("cdu_failure", "clear", [self.cdus.check(i)])
 
     def trip_chiller(self):
         """All chillers trip (the plant runs on free cooling alone until restored)."""
-        self.chillers.tripped = True
-        self._publish()
+        self.chillers.set_tripped(True)
 
     def restore_chiller(self):
-        self.chillers.tripped = False
-        self._publish()
+        self.chillers.set_tripped(False)
 
     def fail_dry_cooler_fans(self, fraction: float):
         """A ``fraction`` (0..1) of the heat-rejection fans (dry coolers or tower cells) fails."""
@@ -499,11 +491,6 @@ class Plant:
             self.room.t_cold_aisle_set = float(cold_aisle)
         if chilled_water_supply is not None:
             self.room.t_chw_set = float(chilled_water_supply)
-
-    def _publish(self) -> None:
-        st = self.state
-        self.cdu_loops.boundaries(st)
-        st["facility.chiller_available"] = self.chillers.available
 
     # -- stepping on its own ---------------------------------------------------------------------
     def initialise(self, q_liquid, q_air: float, t: float = 0.0, secondary_flow=None,
