@@ -4,6 +4,7 @@ none of the heavy libraries it does not use (each costs 0.3-1 s of CPU at every 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -26,6 +27,50 @@ def test_quickstart_reaches_first_step_without_heavy_imports():
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[-1]) == []
+
+
+#: Also kept off the path of the ``twin run`` command itself (the quickstart runs the numpy chip
+#: kernel and serves no inference, so numba is not needed either; the live metrics are
+#: ``twin serve``'s).
+CLI_HEAVY = (*HEAVY, "numba", "prometheus_client")
+
+
+def test_twin_run_command_reaches_first_step_without_heavy_imports(tmp_path):
+    """The command as a user runs it — options, output set-up, load and build — up to the first
+    step (``Simulation.run`` is replaced by a probe that lists the heavy modules then loaded and
+    exits): xarray and pandas come only after the run, when the result is written."""
+    out = tmp_path / "q.zarr"
+    code = (
+        "import json, os, sys\n"
+        "import twin.sim.driver as driver\n"
+        "def first_step(self, *args, **kwargs):\n"
+        f"    print(json.dumps(sorted(m for m in {CLI_HEAVY!r} if sys.modules.get(m) is not None)), flush=True)\n"
+        "    os._exit(0)\n"
+        "driver.Simulation.run = first_step\n"
+        "from twin.cli import main\n"
+        f"sys.argv = ['twin', 'run', {str(SCENARIOS / 'quickstart.yaml')!r}, '--duration', '2 s', '-o', {str(out)!r}]\n"
+        "main()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TWIN_KERNEL"}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == []
+
+
+def test_units_registry_is_the_same_with_and_without_pint_cache():
+    """The registry built from pint's cached definitions converts as one parsed afresh."""
+    code = ("import pint, twin.units as u\n"
+            "a = u.registry()\n"
+            "b = pint.UnitRegistry(autoconvert_offset_to_baseunit=True)\n"
+            "for q, to in (('30 degC', 'K'), ('1350 kW', 'W'), ('2.5 L/min', 'm**3/s'), ('12 psi', 'Pa'),\n"
+            "              ('1 kWh', 'J'), ('3 gallon/minute', 'm**3/s'), ('5 degF', 'K')):\n"
+            "    x, y = a.Quantity(q).to(to).magnitude, b.Quantity(q).to(to).magnitude\n"
+            "    assert x == y, (q, x, y)\n"
+            "print('ok')\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "ok"
 
 
 def test_units_without_dask_then_dask_imports():

@@ -44,7 +44,6 @@ def run(
         return run_ensemble_command(scenario, output, ensemble, duration=duration, step=step, seed=seed,
                                     record=record, solver=solver, workers=workers, keep_members=keep_members,
                                     progress=progress)
-    from twin.export.dataset import build_tree, run_warnings, summary
     from twin.export.writers import ZarrStream, output_format, write_tree
     from twin.sim.driver import Simulation
     from twin.thermal.integrators import INTEGRATORS
@@ -80,6 +79,8 @@ def run(
             pass
         # The data stops early if the run did not reach its end.
         interrupted = sim.step_index < sim.n_steps
+        from twin.export.dataset import build_tree, run_warnings, summary  # xarray: after the run
+
         try:
             if stream is not None:
                 stream.finish(interrupted)

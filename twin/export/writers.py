@@ -19,10 +19,12 @@ import json
 import os
 import shutil
 from pathlib import Path
-
-import xarray as xr
+from typing import TYPE_CHECKING
 
 from twin.export.interrupts import deferred_signals
+
+if TYPE_CHECKING:  # xarray loads when results are read or written, not when a run starts
+    import xarray as xr
 
 FORMATS = {".nc": "netcdf", ".nc4": "netcdf", ".h5": "netcdf", ".zarr": "zarr"}
 #: Commit log of a Zarr store being streamed: committed samples per group, flushes, state.
@@ -118,6 +120,8 @@ def open_result(path: str | Path) -> xr.DataTree:
     A Zarr store still being streamed (it has a commit log) is read up to its committed length
     in every group.
     """
+    import xarray as xr
+
     path = Path(path)
     log = read_commit_log(path) if path.is_dir() else None
     if log is None:
@@ -133,6 +137,7 @@ def open_result(path: str | Path) -> xr.DataTree:
 
 def _read_committed(where: Path, n: int) -> xr.Dataset:
     """The first ``n`` samples of a streamed group, whatever lies beyond them."""
+    import xarray as xr
     import zarr
 
     variables = {}

@@ -857,10 +857,15 @@ class InferencePool:
         done = serving_kernel.advance_steps(float(self.t), float(dt), n, *self._kernel_args(c), ctr,
                                             act, act_dec, tok_p, tok_o, n_arr, heads, n_done)
         self._head, self._n_done = int(ctr[0]), int(ctr[1])
-        for k in range(done):  # the pool's time and totals, summed as advance sums them
-            self.t = self.t + dt
-            self.tokens_generated += float(tok_o[k].sum())
-            self.prompt_tokens_processed += float(tok_p[k].sum())
+        # The pool's time and totals, accumulated step by step as advance accumulates them (a
+        # row sum is the sum of that row alone, the same pairwise sum).
+        out_sums, prompt_sums = tok_o.sum(axis=1).tolist(), tok_p.sum(axis=1).tolist()
+        t, generated, prompted = self.t, self.tokens_generated, self.prompt_tokens_processed
+        for k in range(done):
+            t += dt
+            generated += out_sums[k]
+            prompted += prompt_sums[k]
+        self.t, self.tokens_generated, self.prompt_tokens_processed = t, generated, prompted
         if done < n:  # pragma: no cover - a scheduling bug, not an input error
             raise RuntimeError(f"InferencePool.advance: more than {_MAX_EVENTS_PER_STEP} events in "
                                f"the step at t={self.t} s")

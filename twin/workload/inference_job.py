@@ -141,8 +141,8 @@ class Inference(JobKind):
         steps = ks.pool.advance_steps(ts[0], jobs.h_w, ts.size, rep_clock)
         u[:, ks.replicas] = steps.u[:, :, None]
         tokens = 0.0
-        for out in steps.output_tokens:  # summed sub-step by sub-step
-            tokens += float(out.sum())
+        for out in steps.output_tokens.sum(axis=1).tolist():  # summed sub-step by sub-step
+            tokens += out
         u[:, job.network] = spec.network_load
         u[:, job.hosts] = spec.host_load
         job.tokens += tokens
