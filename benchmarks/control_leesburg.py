@@ -9,7 +9,8 @@ scenario (a year of hourly intervals) or ``--start``/``--duration``, and prints 
 the change against fixed, PUE, throttled device-seconds, goodput, the hottest die, chiller hours,
 the reward's cost and the CPU time of each episode (user + system, ``resource.getrusage``).
 ``--scenario phoenix`` runs ``scenarios/design-day-phoenix.yaml`` (two design days, 10 s steps)
-with the same two set-points offered every 5 minutes (:data:`PHOENIX_CONTROL`). The figures in
+with the same two set-points offered every 5 minutes
+(:data:`twin.control.reference.PHOENIX_CONTROL`). The figures in
 the README's "Control API" section come from this script, with the options shown there.
 """
 
@@ -20,21 +21,9 @@ from pathlib import Path
 
 from twin.control.controllers import Fixed, ModelPredictive, RuleBased
 from twin.control.evaluate import evaluate
+from twin.control.reference import CASES, reference_case
 
 ROOT = Path(__file__).resolve().parents[1] / "scenarios"
-#: The Phoenix design days offered to a controller as control-leesburg.yaml offers the hall (the
-#: facility-water and CDU set-points, with the same bounds), every 5 minutes.
-PHOENIX_CONTROL = {
-    "interval": "5 min",
-    "actions": [{"control": "facility.t_facility_supply_set", "low": "20 degC", "high": "45 degC"},
-                {"control": "cdu.t_supply_set", "low": "24 degC", "high": "49 degC", "shared": True}],
-    "observations": ["facility.p_facility", "facility.p_it", "facility.p_cooling", "facility.p_chiller",
-                     "facility.economiser", "facility.t_outdoor", "facility.t_wet_bulb", "device.t_die",
-                     "device.throttled"],
-    "reward": {"energy": "0.08 USD/kWh"},
-}
-SCENARIOS = {"leesburg": (ROOT / "control-leesburg.yaml", {}),
-             "phoenix": (ROOT / "design-day-phoenix.yaml", {"control": PHOENIX_CONTROL})}
 COLUMNS = ["controller", "facility MWh", "pue", "throttled_device_seconds", "goodput", "t_die_max_degC",
            "chiller_hours", "cost", "cpu_seconds"]
 
@@ -45,11 +34,9 @@ def main() -> None:
     ap.add_argument("--start", help="e.g. 2026-07-01T00:00:00")
     ap.add_argument("--no-mpc", action="store_true", help="skip the model-predictive controller")
     ap.add_argument("--horizon", type=int, action="append", help="model-predictive horizons [intervals] (default 6)")
-    ap.add_argument("--scenario", choices=list(SCENARIOS), default="leesburg")
+    ap.add_argument("--scenario", choices=list(CASES), default="leesburg")
     args = ap.parse_args()
-    time = {k: v for k, v in (("duration", args.duration), ("start", args.start)) if v}
-    path, overrides = SCENARIOS[args.scenario]
-    overrides = {**overrides, **({"time": time} if time else {})}
+    path, overrides = reference_case(args.scenario, ROOT, start=args.start, duration=args.duration)
     mpc = [] if args.no_mpc else [ModelPredictive(horizon=h) for h in (args.horizon or [6])]
     for c in mpc:
         c.name = f"model-predictive h={c.horizon}"

@@ -17,22 +17,12 @@ pytest.importorskip("gymnasium")
 from tests.conftest import SCENARIOS  # noqa: E402
 from twin.control.controllers import Fixed, ModelPredictive, RuleBased, response_delay  # noqa: E402
 from twin.control.evaluate import episode  # noqa: E402
+from twin.control.reference import reference_case  # noqa: E402
 from twin.export.dataset import summary  # noqa: E402
 from twin.scenario import load_scenario  # noqa: E402
 from twin.sim.driver import Simulation  # noqa: E402
 
-CONTROL = SCENARIOS / "control-leesburg.yaml"
-#: The Phoenix design days offered to a controller as control-leesburg.yaml offers the hall:
-#: the facility-water and CDU set-points every 5 minutes (README, "Control API").
-PHOENIX_CONTROL = {
-    "interval": "5 min",
-    "actions": [{"control": "facility.t_facility_supply_set", "low": "20 degC", "high": "45 degC"},
-                {"control": "cdu.t_supply_set", "low": "24 degC", "high": "49 degC", "shared": True}],
-    "observations": ["facility.p_facility", "facility.p_it", "facility.p_cooling", "facility.p_chiller",
-                     "facility.economiser", "facility.t_outdoor", "facility.t_wet_bulb", "device.t_die",
-                     "device.throttled"],
-    "reward": {"energy": "0.08 USD/kWh"},
-}
+CONTROL, _ = reference_case("leesburg", SCENARIOS)
 #: A January week: full free cooling most hours, the season where the rule lowers the water.
 WEEK = {"time": {"start": "2026-01-08T00:00:00", "duration": "7 d"}}
 #: 1e-9 relative: the fixed controller holds every control, so its episode is the plain run
@@ -169,8 +159,8 @@ def test_rule_based_learns_the_free_cooling_boundary():
 #: design day repeats from midnight). The rule that knows the boundary measured −0.79 % and
 #: −0.88 % there.
 BOUNDARY_WINDOWS = {
-    "leesburg-july": (CONTROL, {"time": {"start": "2026-07-08T00:00:00", "duration": "7 d"}}),
-    "phoenix-night": (SCENARIOS / "design-day-phoenix.yaml", {"time": {"duration": "10 h"}, "control": PHOENIX_CONTROL}),
+    "leesburg-july": reference_case("leesburg", SCENARIOS, start="2026-07-08T00:00:00", duration="7 d"),
+    "phoenix-night": reference_case("phoenix", SCENARIOS, duration="10 h"),
 }
 
 
