@@ -5,10 +5,10 @@ For each scenario: build the environment, reset, then for each of ``n`` control 
 copy of the simulation, time one ``env.step`` of the no-op policy (every control held), and time
 the copy advancing the same thermal steps bare (``Simulation.step`` under the same BLAS limit,
 no recording, no observations, no account): the difference is the environment's side
-(observation and reward accumulation after every thermal step, the action checks, the interval's
-observation and KPIs). The environment's per-thermal-step work is also timed on its own
-(``StepSums.add`` and ``IntervalAccount.after_step`` repeated on one state), which is far less
-noisy on a loaded machine than a difference of two totals. Then ``n`` steps that move the CDU
+(the reward's account after every thermal step, the action checks, the interval's observation
+and KPIs). The environment's own work is also timed alone, which is far less noisy on a loaded
+machine than a difference of two totals: per thermal step ``IntervalAccount.after_step``
+repeated on one state, and per interval the rest (action, account start, observation, KPIs). Then ``n`` steps that move the CDU
 set-point each interval (the set-point change re-solves the CDU boundary).
 
 CPU time (user + system of this process, ``time.process_time``) is the figure to compare on a
@@ -63,14 +63,22 @@ def bench(name: str, n: int) -> dict:
                 bare.step()
         sim_cpu.append(_cpu() - c0)
     # the environment's per-thermal-step work alone, on the state the last step left
-    sim, sums, acc = env.sim, env._sums, env.account
+    sim, acc, peak = env.sim, env.account, env._peak
+    state = sim.state
     acc.start(sim)
-    for o in env.observations:
-        o.start(sim)
-    sums.start()
-    state, h = sim.state, sim.h
-    per_step = min(timeit.repeat(lambda: (sums.add(state), acc.after_step(state, h)), number=env.k,
-                                 repeat=7, timer=_cpu))
+    per_step = min(timeit.repeat(lambda: acc.after_step(state), number=env.k, repeat=7, timer=_cpu))
+
+    def ends():  # what a control step does besides the thermal steps and after_step
+        env._apply(hold)
+        acc.start(sim)
+        for o in env.observations:
+            o.start(sim)
+        peak.open(sim)
+        peak.close(sim)
+        env._observe(sim, peak.device)
+        acc.kpis(sim, peak.max)
+
+    per_interval = min(timeit.repeat(ends, number=20, repeat=5, timer=_cpu)) / 20
     env.reset()
     key = "cdu.t_supply_set"
     moved = []
@@ -88,7 +96,8 @@ def bench(name: str, n: int) -> dict:
             "cpu ms/step (hold)": 1e3 * med(env_cpu), "cpu ms/step (set-point moved)": 1e3 * med(move_cpu),
             "cpu ms, bare simulation steps": 1e3 * med(sim_cpu),
             "cpu ms, environment side": 1e3 * (med(env_cpu) - med(sim_cpu)),
-            "cpu ms, env per-step work alone": 1e3 * per_step}
+            "cpu ms, env per-step work alone": 1e3 * per_step,
+            "cpu ms, env per-interval work alone": 1e3 * per_interval}
 
 
 def main() -> None:

@@ -127,8 +127,8 @@ class RuleBased:
     Notes
     -----
     Each interval, with m the smallest margin of a liquid-cooled kind's hottest die over the
-    last interval: m < ``lower_below`` → lower; the chiller trimmed the facility water in the
-    last interval (``facility.economiser`` below 2, full free cooling) and m > ``raise_above``
+    last interval: m < ``lower_below`` → lower; the chiller trims the facility water at the end
+    of the last interval (``facility.economiser`` below 2, full free cooling) and m > ``raise_above``
     → raise (free cooling then carries more of the load); ``patience`` intervals of full free
     cooling → lower (cooler dies leak less: in the twin's device model the leakage saved
     outweighs the heat-rejection fans' extra energy while no chiller runs); else hold. Without
@@ -162,7 +162,7 @@ class RuleBased:
         self.actions = _water(env, self.keys)
         self.free = 0  # intervals of full free cooling in a row (since the last lowering)
         self.was_free = False  # the last interval was one of full free cooling
-        self.sink = None  # the sink temperature of the last interval [degC]
+        self.sink = None  # the sink temperature at the end of the last interval [degC]
         #: Learned offset of the facility-water set-point over the sink below which free cooling
         #: does not carry the load [K] (−inf: not seen yet).
         self.floor = -np.inf

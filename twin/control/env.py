@@ -3,8 +3,9 @@
 :class:`FacilityEnv` builds a :class:`~twin.sim.driver.Simulation` from any scenario and steps it
 a control interval (``control.interval``, default 5 min) at a time. Actions set the controls the
 system's components declare (set-points, limits, modes, job admission and placement), held
-through the interval; observations are the declared outputs an operator's telemetry shows,
-reduced over the interval; the reward is minus the interval's cost (:mod:`twin.control.reward`)
+through the interval; observations are the declared outputs an operator's telemetry shows, read
+at the interval's end (powers as exact interval means from the energy counters, the dies as
+their interval peak: :class:`~twin.control.spaces.Observation`); the reward is minus the interval's cost (:mod:`twin.control.reward`)
 and ``info`` holds the interval's KPIs. An episode is the scenario's run: it is truncated at the
 scenario's end and never terminated. With every action holding the values in force
 (:meth:`FacilityEnv.hold_action`), an episode is the plain ``twin run`` step for step.
@@ -22,13 +23,13 @@ from gymnasium import spaces
 from gymnasium.error import ResetNeeded
 
 from twin.control.reward import IntervalAccount
-from twin.control.spaces import StepSums, build_actions, build_observations
+from twin.control.spaces import IntervalPeak, build_actions, build_observations
 from twin.scenario.control import INTERVAL, ControlSpec
 from twin.scenario.errors import FieldError
 from twin.scenario.loader import LoadedScenario, load_scenario
 from twin.scenario.model import Record
 from twin.sim.driver import Simulation
-from twin.sim.threads import blas_limiter
+from twin.sim.threads import blas_limiter, limited_blas
 
 #: Pristine simulations kept per scenario seed (a reset copies one instead of building it).
 PRISTINE_CACHE = 4
@@ -81,7 +82,7 @@ class FacilityEnv(gym.Env):
         try:
             self.actions = build_actions(sim.components, sim.system, sim.jobs, sc)
             self.observations = build_observations(sim.state, sim.system, sim.jobs, sc)
-            self._sums = _step_sums(self.observations)
+            self._peak = IntervalPeak()
             self.k = self._interval_steps(sim)
         except FieldError as exc:
             raise loaded.locate(exc) from None
@@ -158,11 +159,12 @@ class FacilityEnv(gym.Env):
         probe = _copy_sim(sim)
         for o in self.observations:
             o.start(probe)
-        self._sums.start()
-        probe.step()
-        self._sums.add(probe.state)
-        self._sums.finish()
-        return self._observe(probe)
+        peak = IntervalPeak()
+        peak.open(probe)
+        with limited_blas(probe.blas_threads):
+            probe.step()
+        peak.close(probe)
+        return self._observe(probe, peak.device)
 
     # -- Gymnasium API ---------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None):
@@ -177,26 +179,28 @@ class FacilityEnv(gym.Env):
         if sim is None or sim.step_index >= sim.n_steps:
             raise ResetNeeded("call reset() before step() (and after the episode is truncated)")
         clipped = self._apply(action)
-        acc, state, sums, h = self.account, sim.state, self._sums, sim.h
+        acc, peak, state = self.account, self._peak, sim.state
         acc.start(sim)
         for o in self.observations:
             o.start(sim)
-        sums.start()
-        if self._blas is None:
-            self._blas = blas_limiter(sim.blas_threads)
-        with self._blas():  # as `twin run` steps: BLAS on the run loop's threads
-            for _ in range(min(self.k, sim.n_steps - sim.step_index)):
-                sim.step()
-                acc.after_step(state, h)
-                sums.add(state)
-        sums.finish()
+        peak.open(sim)
+        try:
+            if self._blas is None:
+                self._blas = blas_limiter(sim.blas_threads)
+            with self._blas():  # as `twin run` steps: BLAS on the run loop's threads
+                for _ in range(min(self.k, sim.n_steps - sim.step_index)):
+                    sim.step()
+                    acc.after_step(state)
+        finally:
+            peak.close(sim)
+        obs = self._observe(sim, peak.device)
         truncated = sim.step_index >= sim.n_steps
         if truncated:
             sim.run()  # no steps left: finalises the components and the run's totals
-        info = acc.kpis(sim)
+        info = acc.kpis(sim, peak.max)
         info["clipped"] = clipped
         info["time_s"] = sim.time
-        return self._observe(sim), -info["cost"], False, truncated, info
+        return obs, -info["cost"], False, truncated, info
 
     # -- actions -------------------------------------------------------------------------------
     def _apply(self, action) -> int:
@@ -266,8 +270,8 @@ class FacilityEnv(gym.Env):
         return out
 
     # -- observations --------------------------------------------------------------------------
-    def _observe(self, sim) -> dict:
-        out = {o.key: o.value(sim) for o in self.observations}
+    def _observe(self, sim, peak: np.ndarray | None) -> dict:
+        out = {o.key: o.value(sim, peak) for o in self.observations}
         for a in self.actions:
             c = a.control
             v = sim.components[self._index[a.key]].control(a.key).astype(float)
@@ -283,7 +287,7 @@ class FacilityEnv(gym.Env):
         clone = copy.copy(self)
         clone.sim = _copy_sim(self.sim)
         clone.observations = copy.deepcopy(self.observations)
-        clone._sums = _step_sums(clone.observations)
+        clone._peak = IntervalPeak()
         clone.account = copy.deepcopy(self.account)
         clone._np_random = copy.deepcopy(self._np_random)
         return clone
@@ -299,11 +303,6 @@ class FacilityEnv(gym.Env):
         from twin.export.dataset import summary
 
         return summary(self.sim)
-
-
-def _step_sums(observations) -> StepSums:
-    """The accumulator of the observations (and ratio parts) reduced at every thermal step."""
-    return StepSums(p for o in observations for p in (o, *(o.parts or ())) if p.per_step)
 
 
 def _copy_sim(sim: Simulation) -> Simulation:

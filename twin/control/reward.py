@@ -65,17 +65,18 @@ class IntervalAccount:
 
     def start(self, sim) -> None:
         tot = sim.totals
-        self.t0 = sim.time
+        self.t0, self.h = sim.time, sim.h
         self.energy0 = {k: _energy(tot, key) for k, key in ENERGY_KEYS.items()}
         self.throttled0 = tot.throttled_device_seconds
         self.capped0 = tot.capped_rack_seconds
         self.work = self.demand = self.violation = 0.0
-        self.t_die_max = -np.inf
         tripped = sim.state["device.tripped"]
         self.off = tripped.copy() if tripped.any() else None  # devices off at the next step's start
 
-    def after_step(self, state, h: float) -> None:
-        """Count the thermal step just taken (call after each :meth:`Simulation.step`)."""
+    def after_step(self, state) -> None:
+        """Count the thermal step just taken (call after each :meth:`Simulation.step`; the
+        ``each`` of :meth:`Simulation.advance`)."""
+        h = self.h
         u = state["device.u"]
         u = u[0] if u.shape[0] == 1 else u.mean(axis=0)
         uw = u * self.weight
@@ -88,9 +89,6 @@ class IntervalAccount:
             clock = clock * on
         self.demand += float(uw.sum()) * h
         self.work += float(clock @ uw) * h
-        t_max = state["device.t_die"].max()
-        if t_max > self.t_die_max:
-            self.t_die_max = t_max
         tripped = state["device.tripped"]
         self.off = tripped.copy() if tripped.any() else None
         broken = self.off is not None
@@ -102,8 +100,9 @@ class IntervalAccount:
         if broken:
             self.violation += float(broken) * h
 
-    def kpis(self, sim) -> dict:
-        """The interval's KPIs and reward terms (plain floats)."""
+    def kpis(self, sim, t_die_max: float) -> dict:
+        """The interval's KPIs and reward terms (plain floats); ``t_die_max`` is the hottest die
+        of the interval [degC] (:attr:`twin.control.spaces.IntervalPeak.max`)."""
         tot = sim.totals
         k = {"interval_s": sim.time - self.t0}
         k.update({name: _energy(tot, key) - self.energy0[name] for name, key in ENERGY_KEYS.items()})
@@ -113,7 +112,7 @@ class IntervalAccount:
         k["work_device_seconds"] = self.work
         k["lost_work_device_seconds"] = max(self.demand - self.work, 0.0)
         k["violation_seconds"] = self.violation
-        k["t_die_max_degC"] = float(self.t_die_max)
+        k["t_die_max_degC"] = float(t_die_max)
         p = self.prices
         cost = {"energy": p["energy"] * k["energy_facility_J"],
                 "throttled": p["throttled"] * k["throttled_device_seconds"],

@@ -140,22 +140,22 @@ def build_actions(components, system, jobs, scenario: Scenario) -> list[Action]:
 # ---------------------------------------------------------------------------------------------
 @dataclass
 class Observation:
-    """A declared variable reduced over the control interval.
+    """A declared variable as read at the end of the control interval.
 
     Over the interval: a power with an energy counter is its exact mean (energy difference over
-    the interval's time); device temperatures their maximum; job states and counts their last
-    value; everything else its mean over the thermal steps. Over devices, then, per kind:
-    temperatures the hottest, powers the sum, others the mean. A ratio (``pue``) is the ratio of
-    its two variables' interval means.
+    the interval's time); the die temperature the highest it reached (the simulation's running
+    peak of each die, read over the interval: :class:`IntervalPeak`); everything else its value
+    at the interval's end (the last thermal step's, a mean over its workload sub-steps). Over
+    devices, then, per kind: temperatures the hottest, powers the sum, others the mean. A ratio
+    (``pue``) is the ratio of its two variables' interval values. Nothing is read between the
+    interval's ends, so an observation costs nothing per thermal step.
     """
 
     var: Var
     entities: np.ndarray
-    over_time: str  # "counter" | "mean" | "max" | "last" | "ratio"
+    over_time: str  # "counter" | "peak" | "last" | "ratio"
     by_kind: tuple | None = None  # (order, starts, ufunc or None for the mean) for device variables
     parts: tuple | None = None  # a ratio's (numerator, denominator) observations
-    acc: np.ndarray | None = field(default=None, repr=False)
-    count: int = 0
     t0: float = 0.0
     e0: np.ndarray | None = field(default=None, repr=False)
 
@@ -167,49 +167,34 @@ class Observation:
     def bounds(self) -> tuple[float, float]:
         return UNIT_BOUNDS.get(self.var.units, OTHER_BOUNDS)
 
-    @property
-    def per_step(self) -> bool:
-        """Accumulated at every thermal step (else read at the interval's ends)."""
-        return self.over_time in ("mean", "max")
-
     def start(self, sim) -> None:
-        self.count, self.t0 = 0, sim.time
-        n = self.entities.size if self.by_kind is None else self.by_kind[0].size
-        if self.per_step:
-            self.acc = np.full(n, -np.inf) if self.over_time == "max" else np.zeros(n)
-            self._op = np.maximum if self.over_time == "max" else np.add
+        self.t0 = sim.time
         if self.over_time == "counter":
             e = sim.totals.energy.get(self.var.key)
+            n = self.entities.size if self.by_kind is None else self.by_kind[0].size
             self.e0 = np.zeros(n) if e is None else e.copy()
         for p in self.parts or ():
             p.start(sim)
 
-    def add(self, state) -> None:
-        value = state[self.var.key]
-        if self.var.per_substep:
-            value = step_mean(value)
-        self._op(self.acc, value, out=self.acc)
-        self.count += 1
-
-    def _interval(self, sim) -> np.ndarray:
+    def _interval(self, sim, peak: np.ndarray | None) -> np.ndarray:
         """Per entity of the variable's group, over the interval."""
         if self.over_time == "counter":
             e = sim.totals.energy.get(self.var.key)
             dt = sim.time - self.t0
             return (e - self.e0) / dt if e is not None and dt > 0 else np.full(self.e0.size, np.nan)
-        if self.over_time == "last":
-            return step_mean(np.asarray(sim.state[self.var.key], dtype=float))
-        if self.count == 0:
-            return np.full(self.acc.size, np.nan)
-        return self.acc / self.count if self.over_time == "mean" else self.acc
+        if self.over_time == "peak" and peak is not None:
+            return peak
+        return step_mean(np.asarray(sim.state[self.var.key], dtype=float))
 
-    def value(self, sim) -> np.ndarray:
+    def value(self, sim, peak: np.ndarray | None = None) -> np.ndarray:
+        """The observation; ``peak`` is each die's highest temperature over the interval [degC]
+        (:attr:`IntervalPeak.device`), else the die temperatures at its end are used."""
         if self.parts is not None:
-            num, den = (p.value(sim) for p in self.parts)
+            num, den = (p.value(sim, peak) for p in self.parts)
             with np.errstate(invalid="ignore", divide="ignore"):
                 out = np.where(den > 0, num / den, np.nan)
         else:
-            out = np.asarray(self._interval(sim), dtype=float)
+            out = np.asarray(self._interval(sim, peak), dtype=float)
             if self.by_kind is not None:
                 order, starts, how = self.by_kind
                 if how is None:
@@ -223,50 +208,40 @@ class Observation:
         return out
 
 
-class StepSums:
-    """The per-step observations of an interval accumulated in one loop (the hot path of a
-    control step: it runs after every thermal step, so it reads each variable once and calls
-    one ufunc on it, with nothing looked up per step).
+class IntervalPeak:
+    """The highest temperature each die reaches over a control interval, read from the
+    simulation's own running peak (``Simulation.t_die_peak``, kept by the rack thermal model
+    after every thermal step) with nothing done per step.
 
-    Parameters
-    ----------
-    observations : list of Observation
-        Those with :attr:`Observation.per_step` (a ratio's parts included).
+    :meth:`open` sets the running peak aside and starts it afresh; :meth:`close` reads the
+    interval's peak (:attr:`device`, and :attr:`max` over every die) and puts back the maximum
+    of the two, which is the run's peak exactly as if nothing had been set aside.
     """
 
-    def __init__(self, observations):
-        self.observations = list(observations)
-        self.items: list = []
-        self.n = 0
+    def __init__(self):
+        self.run: np.ndarray | None = None
+        self.device: np.ndarray | None = None
+        self.max = -np.inf
 
-    def start(self) -> None:
-        """After each observation's :meth:`Observation.start`: bind its accumulator."""
-        self.items = [(o.var.key, o.var.per_substep, o._op, o.acc) for o in self.observations]
-        self.n = 0
+    def open(self, sim) -> None:
+        peak = sim.t_die_peak
+        self.run = peak.copy()
+        peak.fill(-np.inf)
 
-    def add(self, state) -> None:
-        for key, per_substep, op, acc in self.items:
-            value = state[key]
-            if per_substep:
-                value = step_mean(value)
-            op(acc, value, out=acc)
-        self.n += 1
-
-    def finish(self) -> None:
-        """Count the steps added into each observation."""
-        for o in self.observations:
-            o.count += self.n
-        self.n = 0
+    def close(self, sim) -> None:
+        peak = sim.t_die_peak
+        self.device = peak.copy()
+        self.max = float(self.device.max()) if self.device.size else -np.inf
+        np.maximum(peak, self.run, out=peak)
+        self.run = None
 
 
 def _over_time(var: Var) -> str:
     if var.counter is not None:
         return "counter"
-    if var.group == "device" and var.units == "degC":
-        return "max"
-    if var.group == "job" and var.units == "1":
-        return "last"
-    return "mean"
+    if var.key == "device.t_die":
+        return "peak"
+    return "last"
 
 
 def _by_kind(var: Var, kinds: np.ndarray) -> tuple:
