@@ -3,8 +3,8 @@ own steps and what the environment adds.
 
 For each scenario: build the environment, reset, then for each of ``n`` control intervals take a
 copy of the simulation, time one ``env.step`` of the no-op policy (every control held), and time
-the copy advancing the same thermal steps bare (``Simulation.step`` under the same BLAS limit,
-no recording, no observations, no account): the difference is the environment's side
+the copy advancing the same thermal steps bare (``Simulation.advance``, no recording, no
+observations, no account): the difference is the environment's side
 (the reward's account after every thermal step, the action checks, the interval's observation
 and KPIs). The environment's own work is also timed alone, which is far less noisy on a loaded
 machine than a difference of two totals: per thermal step ``IntervalAccount.after_step``
@@ -27,7 +27,6 @@ from pathlib import Path
 
 from twin.control import FacilityEnv
 from twin.control.env import _copy_sim
-from twin.sim.threads import blas_limiter
 
 ROOT = Path(__file__).resolve().parents[1] / "scenarios"
 #: scenario → overrides: the quickstart at full load (5 min intervals of 300 one-second steps)
@@ -50,7 +49,6 @@ def bench(name: str, n: int) -> dict:
     if env.k > 1:
         for _ in range(2):  # past the quickstart's idle start, into the training-like swing
             env.step(hold)
-    limit = blas_limiter(env.sim.blas_threads)
     env_cpu, sim_cpu = [], []
     for _ in range(n):
         bare = _copy_sim(env.sim)
@@ -58,9 +56,7 @@ def bench(name: str, n: int) -> dict:
         env.step(hold)
         env_cpu.append(_cpu() - c0)
         c0 = _cpu()
-        with limit():
-            for _ in range(env.k):
-                bare.step()
+        bare.advance(env.k, record=False)
         sim_cpu.append(_cpu() - c0)
     # the environment's per-thermal-step work alone, on the state the last step left
     sim, acc, peak = env.sim, env.account, env._peak

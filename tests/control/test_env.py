@@ -242,13 +242,14 @@ def test_step_holds_blas_to_the_run_loops_threads(monkeypatch):
     env = FacilityEnv(QUICK, overrides={"time": {"duration": "10 s"}})
     env.reset()
     seen = []
-    step = env.sim.step
+    after_step = env.account.after_step
 
-    def spy():
+    def spy(state):  # called after each thermal step, inside the interval's advance
         seen.append(blas_now())
-        step()
+        after_step(state)
 
-    env.sim.step = spy
+    env.account.after_step = spy
     env.step(env.hold_action())
+    assert len(seen) == 10
     assert seen and all(s == [1] * len(before) for s in seen)
     assert blas_now() == before

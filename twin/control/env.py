@@ -29,7 +29,6 @@ from twin.scenario.errors import FieldError
 from twin.scenario.loader import LoadedScenario, load_scenario
 from twin.scenario.model import Record
 from twin.sim.driver import Simulation
-from twin.sim.threads import blas_limiter, limited_blas
 
 #: Pristine simulations kept per scenario seed (a reset copies one instead of building it).
 PRISTINE_CACHE = 4
@@ -73,6 +72,7 @@ class FacilityEnv(gym.Env):
         if not record:
             loaded = replace(loaded, scenario=loaded.scenario.model_copy(update={"record": NO_RECORD}))
         self.loaded = loaded
+        self.record = record
         sc = loaded.scenario
         self.spec_control = sc.control or ControlSpec()
         self.solver = solver
@@ -97,7 +97,6 @@ class FacilityEnv(gym.Env):
         self.device_kinds = {str(k): {"t_throttle": chips[k].t_throttle.si, "liquid": chips[k].cooling == "liquid"}
                              for k in np.unique(sim.system.device_kind.astype(str))}
         self.sim: Simulation | None = None
-        self._blas = None  # the run loop's BLAS thread limit, entered once per step
         self._pristine[sc.seed] = (sim, self._probe(sim))
 
     # -- building ----------------------------------------------------------------------------
@@ -161,8 +160,7 @@ class FacilityEnv(gym.Env):
             o.start(probe)
         peak = IntervalPeak()
         peak.open(probe)
-        with limited_blas(probe.blas_threads):
-            probe.step()
+        probe.advance(1, record=self.record)
         peak.close(probe)
         return self._observe(probe, peak.device)
 
@@ -179,18 +177,13 @@ class FacilityEnv(gym.Env):
         if sim is None or sim.step_index >= sim.n_steps:
             raise ResetNeeded("call reset() before step() (and after the episode is truncated)")
         clipped = self._apply(action)
-        acc, peak, state = self.account, self._peak, sim.state
+        acc, peak = self.account, self._peak
         acc.start(sim)
         for o in self.observations:
             o.start(sim)
         peak.open(sim)
-        try:
-            if self._blas is None:
-                self._blas = blas_limiter(sim.blas_threads)
-            with self._blas():  # as `twin run` steps: BLAS on the run loop's threads
-                for _ in range(min(self.k, sim.n_steps - sim.step_index)):
-                    sim.step()
-                    acc.after_step(state)
+        try:  # the interval's thermal steps, as `twin run` steps them (BLAS on its threads)
+            sim.advance(self.k, record=self.record, each=acc.after_step)
         finally:
             peak.close(sim)
         obs = self._observe(sim, peak.device)
