@@ -12,7 +12,9 @@ repeated on one state, and per interval the rest (action, account start, observa
 set-point each interval (the set-point change re-solves the CDU boundary).
 
 CPU time (user + system of this process, ``time.process_time``) is the figure to compare on a
-shared machine; medians over the intervals are printed.
+shared machine; the wall time of the held step is printed too (with the load average at the
+start and the end: on a loaded machine it is the CPU time stretched by the other processes);
+medians over the intervals are printed.
 
 Usage: ``python benchmarks/control_step.py [--steps N] [--case NAME]``.
 """
@@ -20,6 +22,7 @@ Usage: ``python benchmarks/control_step.py [--steps N] [--case NAME]``.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 import timeit
@@ -49,12 +52,13 @@ def bench(name: str, n: int) -> dict:
     if env.k > 1:
         for _ in range(2):  # past the quickstart's idle start, into the training-like swing
             env.step(hold)
-    env_cpu, sim_cpu = [], []
+    env_cpu, env_wall, sim_cpu = [], [], []
     for _ in range(n):
         bare = _copy_sim(env.sim)
-        c0 = _cpu()
+        c0, w0 = _cpu(), time.perf_counter()
         env.step(hold)
         env_cpu.append(_cpu() - c0)
+        env_wall.append(time.perf_counter() - w0)
         c0 = _cpu()
         bare.advance(env.k, record=False)
         sim_cpu.append(_cpu() - c0)
@@ -89,7 +93,7 @@ def bench(name: str, n: int) -> dict:
         move_cpu.append(_cpu() - c0)
     med = statistics.median
     return {"scenario": name, "thermal steps per interval": env.k, "simulated s per interval": env.metadata["interval_s"],
-            "cpu ms/step (hold)": 1e3 * med(env_cpu), "cpu ms/step (set-point moved)": 1e3 * med(move_cpu),
+            "cpu ms/step (hold)": 1e3 * med(env_cpu), "wall ms/step (hold)": 1e3 * med(env_wall), "cpu ms/step (set-point moved)": 1e3 * med(move_cpu),
             "cpu ms, bare simulation steps": 1e3 * med(sim_cpu),
             "cpu ms, environment side": 1e3 * (med(env_cpu) - med(sim_cpu)),
             "cpu ms, env per-step work alone": 1e3 * per_step,
@@ -101,12 +105,14 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20, help="control steps timed per case")
     ap.add_argument("--case", choices=list(CASES), action="append", help="only these cases")
     args = ap.parse_args()
+    print(f"load average at the start: {os.getloadavg()[0]:.1f}")
     for name in args.case or CASES:
         row = bench(name, args.steps)
         print(row["scenario"])
         for k, v in row.items():
             if k != "scenario":
                 print(f"  {k:34s} {v:10.2f}" if isinstance(v, float) else f"  {k:34s} {v:>10}")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -253,3 +253,23 @@ def test_step_holds_blas_to_the_run_loops_threads(monkeypatch):
     assert len(seen) == 10
     assert seen and all(s == [1] * len(before) for s in seen)
     assert blas_now() == before
+
+
+def test_gymnasium_make_vec_runs_each_seed_as_its_own_episode():
+    """``gym.make_vec`` over one scenario with random job failures (a 5-minute MTBF): each
+    sub-environment runs its own seed exactly as a single environment reset with that seed,
+    and the two seeds give different episodes (so the seeds do reach the sub-environments)."""
+    from tests.control.test_actions import TWO_CDUS
+
+    over = {**TWO_CDUS, "jobs": [{**TWO_CDUS["jobs"][0], "mtbf": "5 min", "restart_time": "1 min"}]}
+    venv = gym.make_vec("twin/Facility-v0", num_envs=2, vectorization_mode="sync", scenario=QUICK, overrides=over)
+    venv.reset(seed=[1, 2])
+    hold = venv.envs[0].unwrapped.hold_action()
+    batched = {k: np.stack([v, v]) for k, v in hold.items()}
+    rewards = np.array([venv.step(batched)[1] for _ in range(3)])
+    venv.close()
+    for i, seed in enumerate((1, 2)):
+        env = FacilityEnv(QUICK, overrides=over)
+        env.reset(seed=seed)
+        assert rewards[:, i].tolist() == [env.step(env.hold_action())[1] for _ in range(3)]
+    assert rewards[:, 0].tolist() != rewards[:, 1].tolist()
