@@ -24,7 +24,11 @@ COP_MAX = 15.0
 
 
 def _arrays(*values):
-    return np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in values))
+    arrays = [np.asarray(v, dtype=float) for v in values]
+    shape = arrays[0].shape
+    if all(a.shape == shape for a in arrays):  # (the usual case, scalars: nothing to broadcast)
+        return arrays
+    return np.broadcast_arrays(*arrays)
 
 
 # --------------------------------------------------------------------------------------------

@@ -20,7 +20,11 @@ ZERO_CELSIUS = 273.15
 
 
 def _arrays(*values):
-    return np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in values))
+    arrays = [np.asarray(v, dtype=float) for v in values]
+    shape = arrays[0].shape
+    if all(a.shape == shape for a in arrays):  # (the usual case, scalars: nothing to broadcast)
+        return arrays
+    return np.broadcast_arrays(*arrays)
 
 
 def refrigerant_temperatures(t_chw_leaving, t_sink_leaving, evaporator_approach, condenser_approach):

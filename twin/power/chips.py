@@ -31,6 +31,8 @@ RACK_PSU_OVERLOAD = Var("rack", "psu_overload", "1",
                         "fraction of the interval the rack asked its power shelves for more than its "
                         "healthy PSUs' rating (capped or tripped per the shelf's overload policy)")
 P_LIMIT = Var("device", "p_limit", "W", "device power limit in force", record=False)
+SLED_P_DEVICES = Var("sled", "p_devices", "W", "device power of each sled (before board and fans)",
+                     per_substep=True, record=False)
 RACK_CAPPED = Var("rack", "capped", "1", "fraction of the interval the rack's clocks were capped for a power limit")
 #: Top of a power limit's control range relative to the design power of what it limits [1]
 #: (estimate: no rack draws twice its design power); a limit set at the top is no limit.
@@ -57,7 +59,7 @@ class ChipPower(Component):
     inputs = ("device.u", "device.clock_limit", "device.tripped", "device.t_die", "device.repair",
               "device.p_floor", "device.ramp", "device.held", "device.p_limit", "rack.shelf_capacity",
               "sled.p_fan")
-    outputs = (P, P_STEP, CLOCK, RACK_PSU_OVERLOAD)
+    outputs = (P, P_STEP, CLOCK, RACK_PSU_OVERLOAD, SLED_P_DEVICES)
     phase = "power"
 
     def __init__(self, chip: dict, h_w: float, smoothing: bool, totals, kernel=None, system=None):
@@ -68,6 +70,7 @@ class ChipPower(Component):
         self.smoothing = smoothing
         self.totals = totals
         self.p_prev = None  # last sub-step's device power, for ramp limits [W]
+        self._fixed = (None, None)  # (sled fan power it was summed with, rack overhead + fans [W])
 
     def power(self, u, clock, on, t_die, held, p_limit=None):
         """Device power for utilisation ``u`` (devices,) or (sub-steps, devices) [W].
@@ -117,15 +120,20 @@ class ChipPower(Component):
         if sy is None:
             return p_sub
         cap = state["rack.shelf_capacity"]
-        fixed = sy.rack_sum(sy.sled_overhead + state["sled.p_fan"])
-        p_dev_rack = np.add.reduceat(np.add.reduceat(p_sub, sy.sled_device_start, axis=1),
-                                     sy.rack_sled_start, axis=1)  # (n_sub, racks)
+        p_fan = state["sled.p_fan"]
+        if self._fixed[0] is not p_fan:  # (a new array when the fans change)
+            self._fixed = (p_fan, sy.rack_sum(sy.sled_overhead + p_fan))
+        fixed = self._fixed[1]
+        p_sled = np.add.reduceat(p_sub, sy.sled_device_start, axis=1)
+        p_dev_rack = np.add.reduceat(p_sled, sy.rack_sled_start, axis=1)  # (n_sub, racks)
         over = p_dev_rack + fixed > cap * (1 + 1e-12)
         capped = over & ~sy.extra["rack_overload_trip"]  # trip shelves: Shelves' over-current trip
         if capped.any():
             with np.errstate(divide="ignore", invalid="ignore"):
                 scale = np.where(capped, np.clip((cap * (1 - 1e-12) - fixed) / p_dev_rack, 0.0, 1.0), 1.0)
             p_sub = p_sub * scale[:, sy.device_rack]
+            p_sled = np.add.reduceat(p_sub, sy.sled_device_start, axis=1)
+        state["sled.p_devices"] = p_sled  # the power shelves sum the same (n_sub, sleds)
         state["rack.psu_overload"] = over.mean(axis=0)
         return p_sub
 

@@ -45,7 +45,7 @@ class Shelves(Component):
         Running totals (DC energy, rack AC peak).
     """
 
-    inputs = ("device.p", "sled.p_fan", "facility.p_network", "facility.battery_empty")
+    inputs = ("sled.p_devices", "sled.p_fan", "facility.p_network", "facility.battery_empty")
     outputs = (SLED_P_DC, RACK_P_DC, RACK_P_AC, RACK_P_LOSS, RACK_UNPOWERED, RACK_PSU_TRIPPED, P_IT,
                SHELF_CAPACITY)
     events = ("psu_failure",)
@@ -80,10 +80,10 @@ class Shelves(Component):
 
     def step(self, t: float, dt: float, state) -> None:
         sy, tot = self.sy, self.totals
-        p_sub = state["device.p"]
         dark = self.overloaded | bool(state["facility.battery_empty"][0])
         state["rack.unpowered"] = dark
-        p_sled_sub = np.add.reduceat(p_sub, sy.sled_device_start, axis=1) + (sy.sled_overhead + state["sled.p_fan"])
+        # Σ devices per sled (ChipPower's sums of device.p) + board overhead + fans
+        p_sled_sub = state["sled.p_devices"] + (sy.sled_overhead + state["sled.p_fan"])
         if dark.any():
             p_sled_sub = p_sled_sub * ~dark[sy.sled_rack]  # no input: nothing on the rack draws
         p_dc_sub = np.add.reduceat(p_sled_sub, sy.rack_sled_start, axis=1)

@@ -248,9 +248,13 @@ class Recorder:
     def _derive(g: _Group, sl: slice) -> None:
         for name, (num, den) in g.derived.items():
             if num in g.out and den in g.out:
-                a, b = g.out[num][sl], g.out[den][sl]
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    g.out[name][sl] = np.where(b > 0, a / b, np.nan)
+                a, b, out = g.out[num][sl], g.out[den][sl], g.out[name][sl]
+                ok = b > 0
+                if ok.all():
+                    np.divide(a, b, out=out)
+                else:  # NaN where the denominator is not positive
+                    out[...] = np.nan
+                    np.divide(a, b, out=out, where=ok)
 
     @property
     def latest(self) -> dict[str, dict[str, np.ndarray]]:

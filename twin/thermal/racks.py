@@ -71,6 +71,7 @@ class RackThermal(Component):
         self.rack_coolant_factor = np.ones(sy.n_racks)
         self.rack_air_factor = np.ones(sy.n_racks)
         self.rack_powered = np.ones(sy.n_racks)  # 0 for a rack without input power: fans and boards off
+        self._dark = False  # some rack without input power at the last step
         self.m_coolant = np.full(sy.sled_name.size, np.nan)
         self.m_air = np.full(sy.sled_name.size, np.nan)
         self.T = [np.zeros((g.sleds.size, g.m)) for g in sy.groups]
@@ -129,6 +130,8 @@ class RackThermal(Component):
         self.cdu_flow = np.bincount(sy.rack_cdu, weights=self.rack_m_coolant, minlength=sy.cdu_name.size)
         self.cdu_mc_cp = self.cdu_flow * CP_WATER
         self.still_air = bool((self.rack_m_air <= 0).any())  # a rack whose fans all failed
+        self.all_flowing = bool((self.rack_m_coolant > 0).all() and (self.cdu_flow > 0).all()
+                                and (self.rack_ma_cp > 0).all())
 
     def _boundaries(self, cdu_supply, t_cold_aisle: float) -> None:
         """Supply temperatures and the constant boundary heat input of every sled node."""
@@ -201,10 +204,13 @@ class RackThermal(Component):
 
     # -- one step -------------------------------------------------------------------------
     def step(self, t: float, dt: float, state) -> None:
-        powered = (~state["rack.unpowered"]).astype(float)
-        if not np.array_equal(powered, self.rack_powered):  # a rack lost or regained its input
-            self.rack_powered = powered
-            self._flow_factor = None  # flows (fans stopped) and boundaries (no board heat) rebuilt below
+        unpowered = state["rack.unpowered"]
+        if self._dark or unpowered.any():  # (every rack powered, the usual case: nothing to compare)
+            powered = (~unpowered).astype(float)
+            if not np.array_equal(powered, self.rack_powered):  # a rack lost or regained its input
+                self.rack_powered = powered
+                self._flow_factor = None  # flows (fans stopped) and boundaries (no board heat) rebuilt below
+            self._dark = bool(unpowered.any())
         self.update(state)
         sy, tot = self.sy, self.totals
         p_dev = state["device.p_step"]
@@ -222,10 +228,15 @@ class RackThermal(Component):
         rack_m_c = self.rack_m_coolant
         cdu_flow = self.cdu_flow
         cdu_q = np.bincount(sy.rack_cdu, weights=q_liq, minlength=sy.cdu_name.size)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            t_return = np.where(rack_m_c > 0, self.rack_supply + q_liq / self.rack_mc_cp, np.nan)
-            cdu_return = np.where(cdu_flow > 0, self.cdu_supply + cdu_q / self.cdu_mc_cp, np.nan)
+        if self.all_flowing:  # (the usual case: no zero flow to guard)
+            t_return = self.rack_supply + q_liq / self.rack_mc_cp
+            cdu_return = self.cdu_supply + cdu_q / self.cdu_mc_cp
             mixed = self.t_cold_aisle + q_air / self.rack_ma_cp
+        else:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                t_return = np.where(rack_m_c > 0, self.rack_supply + q_liq / self.rack_mc_cp, np.nan)
+                cdu_return = np.where(cdu_flow > 0, self.cdu_supply + cdu_q / self.cdu_mc_cp, np.nan)
+                mixed = self.t_cold_aisle + q_air / self.rack_ma_cp
 
         state.update(self.constant)
         state["sled.t_coolant_out"] = np.where(self.m_coolant > 0, t_cool, np.nan)
@@ -250,19 +261,19 @@ class RackThermal(Component):
 
 
 def _contiguous(index: np.ndarray):
-    """``index`` as ``(start, shape)`` when it is the consecutive run start, start + 1, … in
+    """``index`` as ``(slice, shape)`` when it is the consecutive run start, start + 1, … in
     row-major order (then a reshaped slice reads and writes it without a copy), else itself."""
     flat = index.ravel()
     if flat.size and np.array_equal(flat, np.arange(flat[0], flat[0] + flat.size)):
-        return int(flat[0]), index.shape
+        return slice(int(flat[0]), int(flat[0]) + flat.size), index.shape
     return index
 
 
 def _take(values: np.ndarray, where) -> np.ndarray:
     """``values[index]`` for an index given by :func:`_contiguous` (a view where contiguous)."""
     if isinstance(where, tuple):
-        start, shape = where
-        return values[start: start + int(np.prod(shape))].reshape(shape)
+        run, shape = where
+        return values[run].reshape(shape)
     return values[where]
 
 
