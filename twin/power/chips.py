@@ -233,7 +233,7 @@ class Governors(Component):
         self.clock_thermal, self.clock_power, clock, tripped = self.kernel.govern(
             state["device.u"], t_die, self.clock_thermal, self.tripped, dt, self.p_limit)
         # A shutdown trip restarts once the die has cooled below the throttle point.
-        self.tripped = tripped & ~(t_die < sy.chip["t_throttle"])
+        self.tripped = tripped & ~(t_die < sy.chip["t_throttle"]) if tripped.any() else tripped
         capped = self.rack_cap < 1.0
         if self.capping:
             p_ac = step_mean(state["rack.p_ac"])
@@ -252,8 +252,10 @@ class Governors(Component):
         # empty): its devices are off while it lasts.
         if state["facility.battery_empty"][0]:
             self.unpowered[:] = True
-        else:
+        elif state["rack.psu_tripped"].any():
             self.unpowered = state["rack.psu_tripped"][sy.device_rack]
+        elif self.unpowered.any():  # (every rack powered, the usual case: the mask stays all False)
+            self.unpowered = np.zeros(sy.n_devices, dtype=bool)
         off = self.tripped | self.unpowered
         if off.any():
             if self.first_trip == math.inf:

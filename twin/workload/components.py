@@ -43,6 +43,7 @@ class Demand(Component):
     def __init__(self, workload):
         self.workload = workload
         self.ever_used = np.zeros(workload.n_devices, dtype=bool)  # demanded utilisation ever above 0
+        self._all_used = False  # every device's demand has been above 0 (nothing more to mark)
         jobs = workload.jobs
         if jobs is not None:
             n_cdu = int(jobs.system.cdu_name.size)
@@ -89,7 +90,9 @@ class Demand(Component):
         state["device.u"] = u
         state["device.repair"] = repair
         state["device.held"] = self._held()
-        self.ever_used |= u.max(axis=0) > 0
+        if not self._all_used:
+            self.ever_used |= u.max(axis=0) > 0
+            self._all_used = bool(self.ever_used.all())
 
 
 class JobAccounting(Component):

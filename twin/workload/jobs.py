@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from twin.sim.selection import Selection
+
 # The built-in kinds register themselves in JOB_KINDS when imported.
 from twin.workload import cpu_job, inference_job, training_job  # noqa: F401
 from twin.workload.inference_job import declared_link, scale_up_link  # noqa: F401  (public here)
@@ -55,6 +57,17 @@ class JobState:
     @property
     def all_devices(self) -> np.ndarray:
         return np.concatenate([self.devices, self.network, self.hosts])
+
+    def view(self, what: str) -> Selection:
+        """``devices``, ``network`` or ``hosts`` as a :class:`~twin.sim.selection.Selection`
+        (slices where the layout allows), built once per placement."""
+        index = getattr(self, what)
+        views = self.__dict__.setdefault("_views", {})  # (a cache, not one of the job's fields)
+        sel = views.get(what)
+        if sel is None or sel.source is not index:
+            sel = views[what] = Selection(index)
+            sel.source = index
+        return sel
 
 
 def new_job(spec, index: int) -> JobState:

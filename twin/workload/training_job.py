@@ -175,7 +175,7 @@ class Training(JobKind):
         its throttle point, then the iteration phases."""
         spec, ks = job.spec, job.kind_state
         repair = None
-        if job.state in (RUNNING, CHECKPOINT) and (tripped[job.devices].any() or t >= ks.next_failure):
+        if job.state in (RUNNING, CHECKPOINT) and (job.view("devices").take(tripped).any() or t >= ks.next_failure):
             job.state = RESTARTING
             ks.failures += 1
             job.progress = ks.checkpointed
@@ -199,7 +199,7 @@ class Training(JobKind):
     def _iterate(jobs, job, ts: np.ndarray, clock: np.ndarray, u: np.ndarray) -> None:
         spec, ks, h_w = job.spec, job.kind_state, jobs.h_w
         n = ts.size
-        f = float(clock[job.devices].min())  # synchronous: the slowest member sets the pace
+        f = float(job.view("devices").take(clock).min())  # synchronous: the slowest member sets the pace
         if spec.checkpoint is not None:
             interval, dur = spec.checkpoint.interval, spec.checkpoint.duration
             paused = np.mod(ts - job.started, interval) >= interval - dur
@@ -237,12 +237,12 @@ class Training(JobKind):
             if ends.size:
                 ks.checkpointed = float(clocked_phase(p[ends[-1]], c, f, inverse=True)) if slowed else p[ends[-1]]
             ks.paused = bool(paused[-1])
-        u[:, job.devices] = u_acc[:, None]
-        u[:, job.network] = u_net[:, None]
+        job.view("devices").put(u, u_acc[:, None])
+        job.view("network").put(u, u_net[:, None])
         if ks.quiet_nics.size:  # collectives stay on the scale-up fabric; NICs carry checkpoints only
             u[:, ks.quiet_nics] = (np.where(paused, 0.3, 0.1) if spec.checkpoint is not None
                                    else np.full(n, 0.1))[:, None]
-        u[:, job.hosts] = spec.host_load
+        job.view("hosts").put(u, spec.host_load)
         gained = float(dp.sum())
         if slowed:
             gained = float(clocked_phase(start + gained, c, f, inverse=True)) - job.progress
