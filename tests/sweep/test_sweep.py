@@ -216,3 +216,43 @@ def test_tune_malloc_applies_only_under_dask_env(monkeypatch):
     assert run.tune_malloc() is False
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
     assert run.tune_malloc() is sys.platform.startswith("linux")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)  # five simulated years: ~200 s of CPU, minutes more on a loaded machine
+def test_readme_facility_water_sweep_is_this_sweep():
+    """The README's worked example (annual PUE against facility-water temperature in three
+    climates) is what ``twin sweep scenarios/sweep-facility-water.yaml --duration 365d`` gives.
+    Checked on the five Phoenix variants, each run for its year as the sweep runs it (the
+    whole sweep is 15 such years): their rows of the sweep table (PUE to 4 decimals, chiller
+    hours, MWh, MW and die temperature as printed), the Phoenix columns of the PUE and facility
+    MWh tables, and the Phoenix IT, chiller and dry-cooler-fan energies (MWh, as printed)."""
+    import re
+
+    readme = (SCENARIOS.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Worked example: annual PUE against facility-water temperature", 1)[1]
+    section = section.split("\n### ", 1)[0]
+    printed = section.split("```python\n", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    blocks = printed.split("climate ")
+    pue_table, mwh_table = blocks[1], blocks[2]
+    phoenix_energy = printed.split("p_heat_rejection_fans", 1)[1]
+    rows = {(float(m[0]), m[1]): m for m in
+            re.findall(r"│\s+[\d]+ │\s+([\d.]+) °C │\s+[\d.]+ °C │\s+(\w+) │\s+([\d.]+) │\s+([\d,]+) h │"
+                       r"\s+([\d,.]+) MWh │\s+([\d.]+) MW │\s+([\d.]+) °C │", section)}
+    plan = load_sweep(SCENARIOS / "sweep-facility-water.yaml", duration="365 d")
+    phoenix = [v for v in plan.variants if v.overrides["plant.weather.file"] == "Phoenix"]
+    assert len(phoenix) == 5
+    for v in phoenix:
+        kpi, tree = _run_alone(plan, v)
+        fw = float(v.labels["facility_water_supply"].split()[0])
+        line = lambda table: next(x for x in table.splitlines() if x.startswith(f"{fw:.1f} "))  # noqa: E731
+        assert line(pue_table).split()[2] == f"{kpi['pue']:.3f}"
+        assert line(mwh_table).split()[2] == f"{np.round(kpi['energy_facility_J'] / 3.6e9):.1f}"
+        fac = tree["facility"].to_dataset()
+        mwh = [f"{np.round(float(fac[k].sum()) / 1e6):.1f}" for k in ("p_it", "p_chiller", "p_heat_rejection_fans")]
+        assert line(phoenix_energy).split()[1:] == mwh
+        if (fw, "Phoenix") in rows:
+            _, _, pue, hours, e, peak, die = rows[(fw, "Phoenix")]
+            assert pue == f"{kpi['pue']:.4f}" and hours == f"{kpi['chiller_hours']:,.0f}"
+            assert e == f"{kpi['energy_facility_J'] / 3.6e9:,.3f}" and peak == f"{kpi['p_facility_peak_W'] / 1e6:.3f}"
+            assert die == f"{kpi['t_die_max_degC']:.1f}"
