@@ -196,3 +196,20 @@ def test_model_predictive_horizon_must_reach_the_it_response():
     with pytest.raises(ValueError, match="horizon of 2 control intervals.*at least 3"):
         ModelPredictive(horizon=2).reset(env)
     ModelPredictive(horizon=3).reset(env)
+
+
+def test_evaluate_on_a_dask_client_gives_the_rows_of_running_alone():
+    """``evaluate`` with a Dask client runs each episode on a worker: the rows equal those of
+    the same episodes run one after another here, exactly (the same steps in the same order)."""
+    distributed = pytest.importorskip("dask.distributed")
+    from twin.control.evaluate import evaluate
+
+    over = {"time": {"duration": "10 min"}}
+    controllers = [Fixed(), RuleBased(keys=("cdu.t_supply_set",))]
+    alone = evaluate([SCENARIOS / "quickstart.yaml"], controllers, overrides=over)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        remote = evaluate([SCENARIOS / "quickstart.yaml"], controllers, overrides=over, client=client)
+    assert list(remote.controller) == ["fixed", "rule-based"]
+    for k in ("energy_facility_J", "energy_it_J", "throttled_device_seconds", "cost", "goodput", "intervals"):
+        assert remote[k].tolist() == alone[k].tolist(), k
