@@ -1,4 +1,5 @@
-"""The driver: it owns the clock, the schedule of components and the recorder, and nothing else.
+"""The driver: it owns the clock, the schedule of components and the recorder, and nothing else
+(:mod:`twin.sim.assembly` builds the components it schedules).
 
 Each thermal step: (1) apply due events (dispatched to the components that own their kind),
 (2) step the components in order — workload demand, chip power, job accounting, power shelves,
@@ -19,25 +20,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from twin.cooling.cdu import SimpleCdu
-from twin.cooling.cdu_pumps import CduPumps
-from twin.network.component import NetworkPower
-from twin.power.chain import PowerChain, design_ac_power
-from twin.power.chips import ChipPower, Governors, power_limits
-from twin.power.kernels import KERNELS
+from twin.power.chips import power_limits
 from twin.power.kernels import choose as choose_kernel
-from twin.power.shelves import Shelves
 from twin.scenario.errors import FieldError
 from twin.scenario.loader import LoadedScenario
+from twin.sim.assembly import assemble
 from twin.sim.build import System, build_system
 from twin.sim.component import GROUPS, Schedule, State, step_mean
 from twin.sim.events import EventQueue
 from twin.sim.recorder import Recorder
 from twin.sim.threads import blas_limiter, blas_threads, limited_blas
-from twin.sim.variables import CDU_MODELS, check_recorded
-from twin.thermal.integrators import INTEGRATORS
-from twin.thermal.racks import RackThermal
-from twin.workload.components import Demand, JobAccounting
+from twin.sim.variables import check_recorded
 from twin.workload.engine import Workload
 
 #: Fixed-point iterations on leakage for the initial steady state (converges as β·P_leak·R ≪ 1).
@@ -188,82 +181,11 @@ class Simulation:
 
     # -- building ----------------------------------------------------------------------------
     def _build_components(self, loaded) -> None:
-        """The components of this scenario, in step order."""
-        sy, sc, tot = self.system, self.scenario, self.totals
-        kernel = KERNELS[self.kernel](sy.chip)
-        self.chips = ChipPower(sy.chip, self.h_w, self.jobs is not None, tot, kernel, system=sy)
-        self.network = None  # scale-out switches and optics outside the racks (scenario `network:`)
-        if sc.network is not None:
-            from twin.network.cluster import ScaleOutNetwork
-
-            self.network = ScaleOutNetwork.build(sy, loaded.catalog, sc.network.scale_out)
-        self.racks = RackThermal(sy, INTEGRATORS[self.solver](sy.groups, self.h), tot)
-        self.plant = None
-        if sc.plant is None:
-            self.cooling = self._build_cdus(loaded)
-            self.chain = PowerChain(sy.design_it_power, totals=tot)
-        else:
-            self.cooling = self._build_plant(loaded)
-            cat = loaded.catalog
-            pl = sc.plant
-            room = (cat.room_coolers[pl.electrical_room.template]
-                    if pl.electrical_room.template is not None else None)
-            self.chain = PowerChain(design_ac_power(sy), cat.ups[pl.ups.template], pl.ups.mode,
-                                    cat.transformers[pl.transformer.template], tot,
-                                    redundant=pl.ups.redundant, power_factor=pl.transformer.power_factor,
-                                    misc_fraction=pl.misc_load, room_cooler=room, outdoor=True)
-        self.governors = Governors(sy, tot, kernel)
-        self.demand = Demand(self.workload)
-        self.components = [NetworkPower(self.network), self.demand, self.chips]
-        if self.jobs is not None:
-            self.components.append(JobAccounting(self.jobs))
-        cooling = self.cooling.components if self.plant is not None else [self.cooling]
-        self.components += [Shelves(sy, tot), self.racks, *cooling, self.chain, self.governors]
-
-    def _build_cdus(self, loaded):
-        """The CDU model of a scenario without a plant: the one registered for its CDUs' kind."""
-        sy, sc = self.system, self.scenario
-        entries = [loaded.catalog.cdus[t] for t in sy.cdu_template]
-        kinds = sorted({e.kind for e in entries} - {"liquid_to_liquid"})
-        if len(kinds) > 1:
-            raise loaded.locate(FieldError(("cdus",), f"CDUs of kinds {', '.join(kinds)} in one scenario "
-                                                      "are not modelled together"))
-        coolant = sy.extra["coolant"]
-        pumps = CduPumps(entries, loaded.catalog.pumps, coolant["resistance"], coolant["heat"])
-        if not kinds:
-            volume = np.array([e.supply_volume.si if e.supply_volume is not None else 0.0 for e in entries])
-            return SimpleCdu(sy, sc.site.facility_water_supply, sc.site.cold_aisle, pumps, volume)
-        return CDU_MODELS[kinds[0]](sy, sc.site.facility_water_supply, sc.site.cold_aisle, pumps, entries)
-
-    def _build_plant(self, loaded):
-        """The facility cooling plant of the scenario's ``plant:`` behind the CDUs."""
-        import pandas as pd
-
-        from twin.cooling.facility import Plant
-
-        sy, sc, cat = self.system, self.scenario, loaded.catalog
-        for i, t in enumerate(sy.cdu_template):
-            if cat.cdus[t].kind != "liquid_to_liquid":
-                raise loaded.locate(FieldError(("cdus", i, "template"), f"'{t}' is a {cat.cdus[t].kind} CDU: "
-                                               "the facility plant serves liquid-to-liquid CDUs only"))
-        design_flow = np.bincount(sy.rack_cdu, weights=sy.rack_m_coolant, minlength=sy.cdu_name.size)
-        start = pd.Timestamp(sc.time.start)
-        day = start.day_of_year + (start - start.normalize()).total_seconds() / 86400.0
-        # Multi-rate: the plant (time constants of minutes) may update every k thermal steps.
-        every = max(1, int(round((sc.plant.step or self.h) / self.h)))
-        # the supply pipes between each CDU and its racks (plug flow; none where the catalogue has no volume)
-        volume = np.array([cat.cdus[t].supply_volume.si if cat.cdus[t].supply_volume is not None else 0.0
-                           for t in sy.cdu_template])
-        try:
-            self.plant = Plant(sc.plant, cat, list(sy.cdu_template), sy.cdu_setpoint, design_flow,
-                               self.h * every, start_day_of_year=day, base_dir=loaded.base, every=every,
-                               system=sy, supply_volume=volume, coolant=sy.extra["coolant"])
-            why = self.plant.weather.span_error(sc.time.duration)  # before the run, not at its end
-            if why is not None:
-                raise FieldError(("plant", "weather", "file"), why)
-        except FieldError as exc:
-            raise loaded.locate(exc) from None
-        return self.plant
+        """The components of this scenario, in step order (:func:`twin.sim.assembly.assemble`)."""
+        parts = assemble(loaded, self.system, self.workload, self.totals, self.kernel, self.solver, self.h)
+        self.components = parts.components
+        self.chips, self.network, self.racks, self.demand = parts.chips, parts.network, parts.racks, parts.demand
+        self.cooling, self.plant, self.chain, self.governors = parts.cooling, parts.plant, parts.chain, parts.governors
 
     def _check_event_owners(self) -> None:
         for i, ev in enumerate(self.scenario.events):
