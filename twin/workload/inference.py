@@ -497,6 +497,21 @@ class PoolStep(NamedTuple):
         return self.u_prefill + self.u_decode
 
 
+def _pool_step(clock, dt, act, act_dec, tok_p, tok_o, arrived, completed, queue_length) -> PoolStep:
+    """A :class:`PoolStep` from a step's accumulated activity ``act``/``act_dec`` [s] over ``dt``
+    [s]: utilisation = activity / dt, zero on a stalled replica (``clock`` 0 does no work)."""
+    running = clock > 0
+    return PoolStep(
+        u_prefill=np.where(running, act / dt, 0.0),
+        u_decode=np.where(running, act_dec / dt, 0.0),
+        prompt_tokens=tok_p,
+        output_tokens=tok_o,
+        arrived=arrived,
+        completed=completed,
+        queue_length=queue_length,
+    )
+
+
 def _positive(name, value, shape=()):
     """``value`` as a float (or an array of ``shape``), checked finite and > 0."""
     arr = np.asarray(value, dtype=float)
@@ -813,16 +828,8 @@ class InferencePool:
         self.t = t_end
         self.tokens_generated += float(tok_o.sum())
         self.prompt_tokens_processed += float(tok_p.sum())
-        running = c > 0  # a stalled replica does no work
-        return PoolStep(
-            u_prefill=np.where(running, act / dt, 0.0),
-            u_decode=np.where(running, act_dec / dt, 0.0),
-            prompt_tokens=tok_p,
-            output_tokens=tok_o,
-            arrived=n_arr_end - n_arrived_before,
-            completed=self._n_done - done_before,
-            queue_length=n_arr_end - self._head,
-        )
+        return _pool_step(c, dt, act, act_dec, tok_p, tok_o, n_arr_end - n_arrived_before,
+                          self._n_done - done_before, n_arr_end - self._head)
 
     def advance_steps(self, t0: float, dt: float, n: int, clock=1.0) -> PoolStep:
         """Serve ``n`` consecutive steps of ``dt`` from ``t0`` at one clock, in one call (the
@@ -869,16 +876,8 @@ class InferencePool:
         if done < n:  # pragma: no cover - a scheduling bug, not an input error
             raise RuntimeError(f"InferencePool.advance: more than {_MAX_EVENTS_PER_STEP} events in "
                                f"the step at t={self.t} s")
-        running = c > 0  # a stalled replica does no work
-        return PoolStep(
-            u_prefill=np.where(running, act / dt, 0.0),
-            u_decode=np.where(running, act_dec / dt, 0.0),
-            prompt_tokens=tok_p,
-            output_tokens=tok_o,
-            arrived=np.diff(n_arr, prepend=arrived_before),
-            completed=np.diff(n_done, prepend=done_before),
-            queue_length=n_arr - heads,
-        )
+        return _pool_step(c, dt, act, act_dec, tok_p, tok_o, np.diff(n_arr, prepend=arrived_before),
+                          np.diff(n_done, prepend=done_before), n_arr - heads)
 
     def _check_step(self, t0, dt, clock) -> np.ndarray:
         """The replicas' clocks (n_replicas,), after checking that a step at ``t0`` of ``dt``
