@@ -148,3 +148,82 @@ def test_job_placement_sends_a_queued_job_to_a_cdus_racks():
     assert q_any[0] > 2 * q_any[1] and q_there[1] > 2 * q_there[0]
     on_us2 = _plain(QUICK, _job({"devices": {"kind": "trn3", "count": 144, "select": {"rack": ["us2-*"]}}}))
     _close(env.kpis(), on_us2)
+
+
+# ---------------------------------------------------------------------------------------------
+# New equipment: a component that declares a control and an output is an action and an
+# observation as it is, with no change to the environment.
+# ---------------------------------------------------------------------------------------------
+from twin.sim.component import Component, Control, Var  # noqa: E402
+
+#: The toy's fan power per unit of speed [W] (any figure: the test checks it is passed through).
+DOOR_FAN_W = 120.0
+
+
+class _DoorFans(Component):
+    """A toy rear-door fan per rack: a speed control (0.2–1, "1") and the fans' power output."""
+
+    outputs = (Var("rack", "door_fan_power", "W", "rear-door fan power (test equipment)"),)
+
+    def __init__(self, n_racks: int):
+        self.speed = np.full(n_racks, 0.6)
+        self.controls = (Control("rack", "door_fan_speed", "1", "rear-door fan speed (test equipment)",
+                                 0.2, 1.0),)
+        self.set_calls = 0
+
+    def initialise(self, state) -> None:
+        state["rack.door_fan_power"] = DOOR_FAN_W * self.speed
+
+    def step(self, t, dt, state) -> None:
+        state["rack.door_fan_power"] = DOOR_FAN_W * self.speed
+
+    def control(self, key):
+        return self.speed.copy()
+
+    def set_control(self, key, values):
+        self.set_calls += 1
+        self.speed = np.asarray(values, dtype=float).copy()
+
+
+@pytest.fixture
+def door_fans(monkeypatch):
+    """Every simulation built while the test runs gets the toy fans after its components."""
+    import twin.sim.driver as driver
+
+    built = []
+    assemble = driver.assemble
+
+    def with_fans(loaded, system, *args, **kwargs):
+        parts = assemble(loaded, system, *args, **kwargs)
+        parts.components.append(_DoorFans(system.n_racks))
+        built.append(parts.components[-1])
+        return parts
+
+    monkeypatch.setattr(driver, "assemble", with_fans)
+    return built
+
+
+def test_a_new_components_control_and_output_are_an_action_and_an_observation(door_fans):
+    """The toy's control appears in the action space with its own range and units, an action
+    reaches the component (clipped to its range, counted), and its output is observed."""
+    control = {"observations": ["rack.door_fan_power", "facility.p_facility"]}
+    env = FacilityEnv(QUICK, overrides={"time": {"duration": "20 min"}, "control": control})
+    space = env.action_space["rack.door_fan_speed"]
+    n = len(env.metadata["entities"]["rack.door_fan_speed"])
+    assert n == 2 and space.shape == (n,)  # the quickstart's two racks
+    np.testing.assert_array_equal(space.low, [0.2, 0.2])
+    np.testing.assert_array_equal(space.high, [1.0, 1.0])
+    assert env.metadata["units"]["rack.door_fan_speed"] == "1"
+    assert env.metadata["units"]["rack.door_fan_power"] == "W"
+    obs, _ = env.reset()
+    np.testing.assert_allclose(obs["rack.door_fan_speed"], [0.6, 0.6])  # the value in force
+    np.testing.assert_allclose(obs["rack.door_fan_power"], [0.6 * DOOR_FAN_W] * 2)
+    obs, _, _, _, info = env.step({"rack.door_fan_speed": np.array([0.5, 1.7])})
+    assert info["clipped"] == 1
+    fans = env.sim.components[-1]
+    assert isinstance(fans, _DoorFans) and fans.set_calls == 1
+    np.testing.assert_allclose(fans.speed, [0.5, 1.0])
+    np.testing.assert_allclose(obs["rack.door_fan_speed"], [0.5, 1.0])
+    np.testing.assert_allclose(obs["rack.door_fan_power"], [0.5 * DOOR_FAN_W, DOOR_FAN_W])
+    env.step(env.hold_action())  # holding the values in force sets nothing
+    assert fans.set_calls == 1

@@ -73,6 +73,35 @@ def test_gymnasium_env_checker_passes_normalised():
     check_env(env.unwrapped, skip_render_check=True)
 
 
+@pytest.mark.parametrize("path, overrides", [
+    (QUICK, SHORT),  # CDUs without a plant, a training job
+    (SCENARIOS / "control-leesburg.yaml", {"time": {"start": "2026-01-08T00:00:00", "duration": "2 h"}}),  # a plant
+])
+def test_every_space_has_its_units_long_name_and_entities(path, overrides):
+    """Each Box (actions and observations) has a UDUNITS string, a long name and one entity
+    name per value in the metadata; each choice its names. The units are those the component
+    declares (the Var or the Control), so a new component's are there as it declares them."""
+    from twin.sim.variables import DECLARED
+
+    env = FacilityEnv(path, overrides=overrides)
+    meta = env.metadata
+    declared = {a.key: a.control for a in env.actions}
+    spaces = {**env.observation_space.spaces, **env.action_space.spaces}
+    assert set(spaces) == set(meta["units"]) == set(meta["long_names"]) == set(meta["entities"])
+    for key, space in spaces.items():
+        units, name = meta["units"][key], meta["long_names"][key]
+        assert isinstance(units, str) and units.strip() and isinstance(name, str) and name.strip(), key
+        source = declared[key] if key in declared else DECLARED[key]
+        assert units == source.units, key
+        if isinstance(space, gym.spaces.Box):
+            shared = key in declared and next(a for a in env.actions if a.key == key).shared
+            n = len(meta["entities"][key])
+            assert space.shape == ((1,) if shared and key in env.action_space.spaces else (n,)), key
+        else:
+            assert meta["choices"][key] == list(declared[key].choices), key
+    assert {"facility.p_facility", "device.t_die"} <= set(env.observation_space.spaces)
+
+
 def test_no_op_policy_reproduces_the_plain_run():
     env = FacilityEnv(QUICK, overrides=SHORT)
     _, rewards, infos = _episode(env, _hold)
