@@ -54,8 +54,9 @@ def test_quickstart_pg25_pump_power_by_hand():
     and the CDU's pumps deliver the loop's pressure × the PG25 resistance factor
     k/k_w = (1 − s) ρ/ρ_w + s (ρ/ρ_w)^0.75 (μ/μ_w)^0.25 (s = 0.5 friction share; properties at
     the 34 °C set-point interpolated from the catalogue, μ log-linearly) at the speed and
-    efficiency the pump curve gives, within 5 % of the hand calculation (it is exact: same
-    formulas written out independently)."""
+    efficiency the pump curve gives — the curve rated on water, its pressures × ρ/ρ_w on PG25
+    (the same head in metres: shut-off ≈ 2 % higher) — within 5 % of the hand calculation (it
+    is exact: same formulas written out independently)."""
     runs = {}
     for coolant in ("water", "pg25"):
         over = {"time": {"duration": "3 min"}, "record": {"cdu": "1 min", "device": "1 min", "rack": "off",
@@ -80,6 +81,11 @@ def test_quickstart_pg25_pump_power_by_hand():
     assert sim_g.system.extra["coolant"]["heat"] == pytest.approx(heat, rel=1e-9)
     assert sim_g.system.extra["coolant"]["resistance"] == pytest.approx(f, rel=1e-9)
     assert 1.08 < f < 1.2  # pumping 10–20 % higher, as glycol loops are quoted
+    # the pump curve on PG25: the same head, so ρ/ρ_w × the water curve's pressures (≈ +2 %)
+    assert 1.015 < x < 1.025
+    p0_water = CAT.pumps[CAT.cdus["in-row-1350kw"].pump].shutoff_pressure.si
+    assert sim_g.cooling.pumps.p0[0] == pytest.approx(x * p0_water, rel=1e-12)
+    assert runs["water"][0].cooling.pumps.p0[0] == p0_water
     # same volume flow: the recorded (water-equivalent) mass flow / (ρ_w heat)
     q_g = float(c_g["flow"].values[-1, 0]) / (RHO_WATER * heat)
     q_w = float(c_w["flow"].values[-1, 0]) / RHO_WATER
@@ -90,17 +96,19 @@ def test_quickstart_pg25_pump_power_by_hand():
     a_curve = (p0 - pd) / qp ** 2
     qd = cdu.design_flow.si
 
-    def power(q, fr):
+    def power(q, fr, rho):
         dp = fr * (cdu.index_pressure.si + (cdu.design_pressure.si - cdu.index_pressure.si) * (q / qd) ** 2)
-        speed = max(np.sqrt((dp + a_curve * (q / n) ** 2) / p0), pump.min_speed.si)
-        dp = max(dp, speed ** 2 * p0 - a_curve * (q / n) ** 2)  # at minimum speed the surplus is throttled
+        # the curve on this coolant: rho × (s² Δp₀ − a (Q/n)²)
+        speed = max(np.sqrt((dp / rho + a_curve * (q / n) ** 2) / p0), pump.min_speed.si)
+        dp = max(dp, rho * (speed ** 2 * p0 - a_curve * (q / n) ** 2))  # at minimum speed the surplus is throttled
         r = q / (n * speed * qp)
         return q * dp / (pump.efficiency.si * (2 * r - r * r) * pump.drive_efficiency.si)
 
     p_g, p_w = float(c_g["p_pump"].values[-1, 0]), float(c_w["p_pump"].values[-1, 0])
-    assert p_w == pytest.approx(power(q_w, 1.0), rel=0.05)
-    assert p_g == pytest.approx(power(q_g, f), rel=0.05)
-    assert p_g / p_w == pytest.approx(power(q_g, f) / power(q_w, 1.0), rel=0.01)
+    assert p_w == pytest.approx(power(q_w, 1.0, 1.0), rel=0.05)
+    assert p_g == pytest.approx(power(q_g, f, x), rel=0.05)
+    assert p_g == pytest.approx(power(q_g, f, x), rel=1e-9)
+    assert p_g / p_w == pytest.approx(power(q_g, f, x) / power(q_w, 1.0, 1.0), rel=0.01)
     assert p_g > p_w
     # and the dies run warmer on PG25 (worse plates, less heat per litre)
     assert float(d_g["t_die"].values[-1].max()) > float(d_w["t_die"].values[-1].max())
@@ -120,8 +128,9 @@ def test_phoenix_with_plant_pg25_against_water_by_hand():
       water constants, P each device's power in its run — within 0.01 K (steady after 2 h to far
       less); PG25 runs the hottest GPU ~4 K warmer;
     - CDU pumps: the loop pressure under differential-pressure control × the resistance factor at
-      the speed and efficiency the pump curve gives (as for water in test_facility_balance.py),
-      within 1e-9 (same formulas written out): ~16 % more pump power."""
+      the speed and efficiency the pump curve gives (as for water in test_facility_balance.py;
+      on PG25 the curve's pressures × ρ/ρ_w: the same head), within 1e-9 (same formulas written
+      out): ~16 % more pump power."""
     from twin.units import CP_WATER
 
     rows = {name: {r[0]: np.array(r[1:]) for r in CAT.coolants[name].properties.points} for name in ("water", "pg25")}
@@ -141,7 +150,7 @@ def test_phoenix_with_plant_pg25_against_water_by_hand():
     resistance = 0.5 * x + 0.5 * x ** 0.75 * (mg / mw) ** 0.25
     assert heat == pytest.approx(0.967, abs=5e-4) and conv == pytest.approx(0.795, abs=5e-4)
     assert resistance == pytest.approx(1.115, abs=5e-4)
-    factors = {"water": (1.0, 1.0, 1.0), "pg25": (heat, conv, resistance)}
+    factors = {"water": (1.0, 1.0, 1.0, 1.0), "pg25": (heat, conv, resistance, x)}
 
     chip = CAT.chips["gb300"]
     tray = CAT.sleds["gb300-compute-tray"].devices
@@ -155,7 +164,7 @@ def test_phoenix_with_plant_pg25_against_water_by_hand():
     pump = CAT.pumps[cdu.pump]
     hottest, power = {}, {}
     for coolant in ("water", "pg25"):
-        h, f_conv, f_res = factors[coolant]
+        h, f_conv, f_res, rho = factors[coolant]
         over = {"time": {"duration": "2 h", "step": "60 s"},
                 "record": {"facility": "off", "cdu": "off", "rack": "off", "device": "off"},
                 "cdus": [{"name": "cdu-1", "template": "in-row-1350kw", "supply_temperature": "42 degC",
@@ -178,7 +187,8 @@ def test_phoenix_with_plant_pg25_against_water_by_hand():
         n, qp, p0, pd = cdu.pumps.value, pump.design_flow.si, pump.shutoff_pressure.si, pump.design_pressure.si
         a = (p0 - pd) / qp ** 2
         dp = f_res * (cdu.index_pressure.si + (cdu.design_pressure.si - cdu.index_pressure.si) * (q / cdu.design_flow.si) ** 2)
-        speed = max(np.sqrt((dp + a * (q / n) ** 2) / p0), pump.min_speed.si)
+        speed = max(np.sqrt((dp / rho + a * (q / n) ** 2) / p0), pump.min_speed.si)
+        dp = max(dp, rho * (speed ** 2 * p0 - a * (q / n) ** 2))  # throttled at minimum speed
         r = q / (n * speed * qp)
         eta = pump.efficiency.si * (2 * r - r * r)
         power[coolant] = float(sim.state["cdu.p_pump"][0])

@@ -54,8 +54,10 @@ def test_short_history_merges_slugs_and_keeps_the_heat():
     assert heat_in - heat_out == pytest.approx(float((line.stored_heat(rho_cp) - e0)[0]), rel=1e-9, abs=1e-3)
 
 
-def test_setpoint_step_reaches_the_racks_after_the_supply_pipe_transit():
-    """The quickstart's CDU supply set-point steps 34 → 35 °C at 60 s. The new water reaches the
+@pytest.mark.parametrize("at", [60, 0])
+def test_setpoint_step_reaches_the_racks_after_the_supply_pipe_transit(at):
+    """The quickstart's CDU supply set-point steps 34 → 35 °C at 60 s (and at 0 s, where the
+    first step's water must enter the pipe too, not a step late). The new water reaches the
     racks τ = V_supply / Q later (V from the catalogue, Q the run's secondary flow, constant
     here): the racks' supply over step k is the mean of the CDU's outlet over
     [k − τ, k + 1 − τ], as with a plant: 34 °C until the step the front leaves the pipe in,
@@ -69,18 +71,18 @@ def test_setpoint_step_reaches_the_racks_after_the_supply_pipe_transit():
     from twin.units import RHO_WATER
 
     over = {"time": {"duration": "150 s"}, "record": {"rack": "1 s", "cdu": "1 s", "device": "off"},
-            "events": [{"at": "60 s", "kind": "setpoint_change", "target": "cdu-1", "value": "35 degC"}]}
+            "events": [{"at": f"{at} s", "kind": "setpoint_change", "target": "cdu-1", "value": "35 degC"}]}
     sim = Simulation(load_scenario(SCENARIOS / "quickstart.yaml", over))
     sim.run()
     tree = build_tree(sim)
     supply = tree["rack"]["t_coolant_supply"].values[:, 0]
     flow = tree["cdu"]["flow"].values[:, 0] / RHO_WATER  # [m³/s]
-    assert np.ptp(flow[55:]) < 1e-12 * flow[60]  # idle: the flow is steady
-    tau = load_catalog().cdus["in-row-1350kw"].supply_volume.si / flow[60]
+    assert np.ptp(flow[max(at - 5, 0):]) < 1e-12 * flow[at]  # idle: the flow is steady
+    tau = load_catalog().cdus["in-row-1350kw"].supply_volume.si / flow[at]
     assert 20 < tau < 60  # 150 L at a tenth of the design flow: tens of seconds
     first = int(np.flatnonzero(supply != 34.0)[0])  # record interval [first, first + 1) s
-    assert first == 60 + int(np.floor(tau))  # the window [first − τ, first + 1 − τ] passes 60 s
-    share = first + 1 - (60 + tau)  # new water in that window
+    assert first == at + int(np.floor(tau))  # the window [first − τ, first + 1 − τ] passes `at`
+    share = first + 1 - (at + tau)  # new water in that window
     assert supply[first] == pytest.approx(34.0 + share, abs=1e-9)
     assert np.all(supply[first + 1:] == 35.0)
     assert np.all(supply[:first] == 34.0)

@@ -6,6 +6,7 @@ import pytest
 from twin.power.delivery import (
     OVERLOAD_POLICIES,
     apparent_power,
+    busway_loss_share,
     busway_losses,
     misc_power,
     transformer_count,
@@ -17,6 +18,30 @@ def test_busway_losses_scale_with_load_squared():
     assert busway_losses(0.5e6, 1e6, 7.5e3) == pytest.approx(7.5e3 / 4)
     assert busway_losses(1e6, 1e6, 7.5e3) == pytest.approx(7.5e3)
     assert busway_losses(0.0, 1e6, 7.5e3) == 0.0
+
+
+#: Eaton Pow-R-Way III copper plug-in and feeder busway, Technical Data TD01701001E (March 2017),
+#: Table 8: line-to-neutral resistance per 100 ft (30.48 m) [mΩ] by UL 857 ampere rating.
+POW_R_WAY_III_COPPER = {600: 2.30, 800: 2.30, 1000: 1.67, 1200: 1.39, 1350: 1.20, 1600: 0.94,
+                        2000: 0.76, 2500: 0.55, 3200: 0.47, 4000: 0.38, 5000: 0.27}
+
+
+def test_busway_loss_at_rating_is_a_run_of_published_copper_busway():
+    """The chain's 0.5 % busway loss at rating against the manufacturer's resistance table: per
+    metre at rated current, 480 V, PF 0.95, every copper rating from 600 to 5,000 A loses
+    0.017–0.023 % (hand: √3 I R' / (V PF)), so 0.5 % is a 22–30 m run — the run length is the
+    chain's one estimate. Exact arithmetic: to 1e-12."""
+    from twin.power.chain import BUSWAY_LOSS_AT_RATING
+
+    per_m = {a: float(busway_loss_share(r * 1e-3 / 30.48, 1.0, a, 480.0, 0.95))
+             for a, r in POW_R_WAY_III_COPPER.items()}
+    assert per_m[1600] == pytest.approx(3 ** 0.5 * 1600 * 0.94e-3 / 30.48 / (480 * 0.95), rel=1e-12)
+    assert 1.6e-4 < min(per_m.values()) and max(per_m.values()) < 2.3e-4
+    lengths = {a: BUSWAY_LOSS_AT_RATING / s for a, s in per_m.items()}
+    assert 21.5 < min(lengths.values()) and max(lengths.values()) < 30.0
+    # the loss is 3 I² R' ℓ: the share at half the current is half (and the watts a quarter)
+    assert busway_loss_share(1e-5, 20.0, 800.0, 480.0, 0.95) == pytest.approx(
+        2 * busway_loss_share(1e-5, 20.0, 400.0, 480.0, 0.95), rel=1e-12)
 
 
 def test_power_factor_changes_the_transformer_count():

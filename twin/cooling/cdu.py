@@ -235,6 +235,10 @@ class SimpleCdu(CduComponent):
                 tau = self.supply_volume / (0.1 * self.sy.cdu_design_flow / RHO_WATER)
             steps = int(np.ceil(np.nanmax(np.where(np.isfinite(tau), tau, 0.0)) / dt)) + 2
             self.line = PlugFlowDelay(self.supply_volume, self.t_racks, capacity=min(max(steps, 8), 4096))
+            # the water that entered over this first step: the CDUs' outlet in force over it (a
+            # set-point changed at t = 0 enters the pipes now, not a step later); the racks had
+            # the pipes' first water over it (exact while τ ≥ dt). Unchanged outlet: a no-op.
+            self.line.step(self.t_outlet, flow, dt)
         # PlugFlowDelay.step replaces its arrays rather than writing into them: a shallow copy
         # keeps the pipes as they were before this push
         self._pushed = (copy.copy(self.line), flow, dt)

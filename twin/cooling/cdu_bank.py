@@ -114,7 +114,7 @@ class CduBank:
                            else c.design_flow.si * SECONDARY_LOOP_TIME for c in tpl])
         self.c_secondary = volume * RHO_WATER * CP_WATER * heat
         # secondary pumps: parallel duty pumps on their curve, standby, differential-pressure control
-        self.pumps = CduPumps(tpl, catalog.pumps, resistance, heat)
+        self.pumps = CduPumps(tpl, catalog.pumps, resistance, heat, coolant.get("density", 1.0))
         self.cdu_setpoint = np.array(cdu_setpoints, dtype=float).reshape(n).copy()
         self.design_secondary_flow = np.array(design_secondary_flow, dtype=float).reshape(n).copy()
         self.kp, self.ti, self.valve_min = control.kp, control.ti, control.valve_min

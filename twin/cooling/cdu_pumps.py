@@ -14,7 +14,9 @@ Without a pump curve the CDU's ``pump_power`` follows the affinity law and a tri
 (N−1)/N of the flow. With a coolant other than water (``resistance``, ``heat`` of
 :func:`twin.cooling.coolant.loop_coolant_factors`) the loop's resistances scale by
 ``resistance`` at the same volume flow (Darcy–Weisbach/Blasius and form losses), so the pumps
-deliver that much more pressure for the same flow.
+deliver that much more pressure for the same flow; the pumps' catalogue curves are rated on
+water, and on a denser coolant give ``density`` = ρ/ρ_water times their pressure at the same
+flow and speed (head in metres is independent of the liquid: Δp = ρ g H).
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ class CduPumps:
         The CDUs' catalogue entries.
     pumps : mapping
         The catalogue's ``pumps`` section (name → PumpEntry).
+    resistance, heat, density : float
+        The loop coolant against water (:func:`twin.cooling.coolant.loop_coolant_factors`):
+        loop resistance and heat-capacity rate at one volume flow, and ρ/ρ_water, by which the
+        pump curves (rated on water) scale [1]. Water: all 1.
 
     Notes
     -----
@@ -60,7 +66,7 @@ class CduPumps:
     throttled) and draw Q Δp / (η_pump(Q, N, speed) η_drive).
     """
 
-    def __init__(self, cdus, pumps, resistance: float = 1.0, heat: float = 1.0):
+    def __init__(self, cdus, pumps, resistance: float = 1.0, heat: float = 1.0, density: float = 1.0):
         entries = [pumps[c.pump] if getattr(c, "pump", None) is not None else None for c in cdus]
         self.curve = np.array([p is not None and c.index_pressure is not None and c.design_pressure is not None
                                and p.shutoff_pressure is not None for c, p in zip(cdus, entries)], dtype=bool)
@@ -82,10 +88,14 @@ class CduPumps:
         self.k_loop = dp_design / q2  # the whole loop at design [Pa s² m-6]
         # another coolant than water: every resistance of the loop (and so the differential
         # pressure the index rack needs at its design flow) × ``resistance``
-        self.resistance, self.heat = float(resistance), float(heat)
+        self.resistance, self.heat, self.density = float(resistance), float(heat), float(density)
         self.dp_index = self.dp_index * self.resistance
         self.k_path = self.k_path * self.resistance
         self.k_loop = self.k_loop * self.resistance
+        # the pump curves (rated on water) give ρ/ρ_water × their pressure on another coolant:
+        # the same head H at the same flow and speed, Δp = ρ g H
+        self.p0 = self.p0 * self.density
+        self.a = self.a * self.density
         self._flow_factor = None  # (running pumps, flow factor) of the last solve
         self._power = None  # ((flow, running pumps), power) of the last solve
         self.restore_all()

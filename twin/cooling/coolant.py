@@ -121,16 +121,21 @@ def loop_coolant_factors(points, water_points, t, exponent, friction_share=0.5):
     -------
     dict
         ``heat`` (ρ c_p) / (ρ c_p)_water: heat-capacity rate at one volume flow [1];
-        ``resistance``: k / k_water at one volume flow [1]; ``convection`` (shape of
-        ``exponent``): cold-plate conductance / conductance with water [1]
-        (:func:`convection_factor`).
+        ``resistance``: k / k_water at one volume flow [1]; ``density`` ρ / ρ_water: the
+        pressure a centrifugal pump gives at one flow and speed, against its curve on water [1];
+        ``convection`` (shape of ``exponent``): cold-plate conductance / conductance with water
+        [1] (:func:`convection_factor`).
 
     Notes
     -----
     The loop is balanced for its design volume flows with its own coolant (the pumps' set-point
     is commissioned so the index rack gets its design flow), so volume flows stay and the pumps
     deliver ``resistance`` × the pressure; the heat each litre carries, the plates' convection and
-    the loop's thermal mass change with the properties.
+    the loop's thermal mass change with the properties. A centrifugal pump's head in metres at a
+    given flow and speed does not depend on the liquid (Euler's turbomachine equation; viscosity
+    corrections are negligible below about 4 cSt, and PG25 is about 2 cSt at 40 °C), so the
+    pressure of its curve, Δp = ρ g H, scales with ``density`` (ASHRAE Handbook — HVAC Systems
+    and Equipment 2020, ch. 44).
     """
     from twin.cooling.hydraulics import fluid_resistance_factor
 
@@ -138,4 +143,5 @@ def loop_coolant_factors(points, water_points, t, exponent, friction_share=0.5):
     w = coolant_properties(water_points, t)
     return {"heat": float(c.volumetric_heat_capacity / w.volumetric_heat_capacity),
             "resistance": float(fluid_resistance_factor(c.rho, c.mu, w.rho, w.mu, friction_share)),
+            "density": float(c.rho / w.rho),
             "convection": convection_factor(c, w, exponent)}

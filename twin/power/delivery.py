@@ -124,7 +124,7 @@ def busway_losses(p_load, rating, loss_at_rating):
     rating : float
         Rated (design) power of the run [W].
     loss_at_rating : float
-        Losses at the rated power [W] (0.5–1 % of it: CATALOGUE-SOURCES.md, estimate).
+        Losses at the rated power [W] (:func:`busway_loss_share` at the rated current).
 
     Returns
     -------
@@ -138,6 +138,39 @@ def busway_losses(p_load, rating, loss_at_rating):
     """
     x = np.asarray(p_load, dtype=float) / rating
     return loss_at_rating * x * x
+
+
+def busway_loss_share(resistance_per_length, length, current, voltage, power_factor):
+    """Share of the real power a three-phase busway run loses as I²R heat.
+
+    Parameters
+    ----------
+    resistance_per_length : array_like
+        Line-to-neutral resistance per phase per unit length [Ω m-1] (manufacturers tabulate it
+        per 100 ft, e.g. Eaton Pow-R-Way III, Technical Data TD01701001E, 2017, Table 8).
+    length : array_like
+        Length of the run [m].
+    current : array_like
+        Line current [A].
+    voltage : array_like
+        Line-to-line voltage [V].
+    power_factor : array_like
+        Power factor of the load [1].
+
+    Returns
+    -------
+    ndarray
+        L / P = 3 I² R' ℓ / (√3 V I PF) = √3 I R' ℓ / (V PF) [1].
+
+    Notes
+    -----
+    At its rated current a busway's share per metre hardly depends on its size, since larger
+    ratings have proportionally larger bars: 0.017–0.023 % per metre for the copper
+    Pow-R-Way III ratings from 600 to 5,000 A at 480 V and PF 0.95.
+    """
+    r, ell, i, v, pf = np.broadcast_arrays(*(np.asarray(a, dtype=float) for a in
+                                             (resistance_per_length, length, current, voltage, power_factor)))
+    return np.sqrt(3.0) * i * r * ell / (v * pf)
 
 
 def apparent_power(p_real, power_factor):

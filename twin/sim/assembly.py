@@ -107,7 +107,7 @@ def _cdus(loaded: LoadedScenario, sy: System):
         raise loaded.locate(FieldError(("cdus",), f"CDUs of kinds {', '.join(kinds)} in one scenario "
                                                   "are not modelled together"))
     coolant = sy.extra["coolant"]
-    pumps = CduPumps(entries, loaded.catalog.pumps, coolant["resistance"], coolant["heat"])
+    pumps = CduPumps(entries, loaded.catalog.pumps, coolant["resistance"], coolant["heat"], coolant["density"])
     if not kinds:
         volume = np.array([e.supply_volume.si if e.supply_volume is not None else 0.0 for e in entries])
         return SimpleCdu(sy, sc.site.facility_water_supply, sc.site.cold_aisle, pumps, volume)

@@ -196,11 +196,11 @@ def _coolant(scenario, catalog, cdu_specs) -> dict:
                              f"(cdus[0] has '{scenario.cdus[0].coolant}')")
     name = cdu_specs[0].coolant if cdu_specs else "water"
     if name == "water":
-        return {"name": name, "heat": 1.0, "resistance": 1.0}
+        return {"name": name, "heat": 1.0, "resistance": 1.0, "density": 1.0}
     t = float(np.mean([spec.supply_temperature for spec in cdu_specs]))
     points, water = catalog.coolants[name].properties.points, catalog.coolants["water"].properties.points
     f = loop_coolant_factors(points, water, t, 0.0)
-    return {"name": name, "heat": f["heat"], "resistance": f["resistance"], "temperature": t,
+    return {"name": name, "heat": f["heat"], "resistance": f["resistance"], "density": f["density"], "temperature": t,
             "points": points, "water": water}
 
 
