@@ -32,3 +32,75 @@ def test_parse(text, dim, si):
 def test_errors(text, dim, match):
     with pytest.raises(QuantityError, match=match):
         parse_quantity(text, dim)
+
+
+def _pint_si(text: str, dimension: str) -> float:
+    """The same text read by pint alone (the path every unit outside FAST_UNITS takes)."""
+    from twin.units import DIMENSIONS, registry
+
+    dim, unit, _ = DIMENSIONS[dimension]
+    q = registry().Quantity(text)
+    if not isinstance(q, registry().Quantity) or not q.units._units:
+        return float(q.magnitude if hasattr(q, "magnitude") else q)
+    return float(q.to(unit or "dimensionless").magnitude)
+
+
+def test_fast_units_are_pints_factors():
+    """Every unit read without pint gives pint's float bit for bit, for whole, decimal and
+    exponent numbers of many sizes (pint converts "x unit" as x times the unit's factor; exact
+    equality, as any other rounding would move results in the last bit)."""
+    import random
+
+    from twin.units import FAST_UNITS, _parse
+
+    rng = random.Random(15)
+    numbers = ["0", "1", "-3", "30", "1350", ".5", "2.", "1e3", "2.5E-4", "-12.75"]
+    numbers += [repr(rng.uniform(0, 1e4)) for _ in range(8)] + [f"{rng.uniform(0, 100):.2f}" for _ in range(8)]
+    for dimension, units in FAST_UNITS.items():
+        for unit, factor in units.items():
+            assert factor == _pint_si(f"1 {unit}", dimension), (dimension, unit)
+            for number in numbers:
+                spaced = (f"{number} {unit}", f" {number}  {unit} ")
+                for text in spaced if unit[:1] in "eEjJ1" else (*spaced, f"{number}{unit}"):
+                    assert _parse(text, dimension) == _pint_si(text.strip(), dimension), (text, dimension)
+
+
+@pytest.mark.parametrize("text, dim, match", [
+    ("5 kW", "temperature", "is not a temperature"),  # a known unit of another dimension
+    ("30", "temperature", "has no unit"),
+    ("1e400 kW", "power", "not a finite number"),
+    ("-300 degC", "temperature", "below absolute zero"),
+])
+def test_fast_units_keep_pints_errors(text, dim, match):
+    """Text the table reads wrongly or not at all still fails with pint's message."""
+    with pytest.raises(QuantityError, match=match):
+        parse_quantity(text, dim)
+
+
+def test_quickstart_reads_without_pint():
+    """Loading the quickstart (scenario and catalogue) parses every quantity without importing
+    pint (run in a fresh interpreter: the test session may have imported it already)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    scenario = Path(__file__).resolve().parents[1] / "scenarios" / "quickstart.yaml"
+    code = ("import sys\nfrom twin.scenario import load_scenario\n"
+            f"load_scenario({str(scenario)!r})\nprint('pint' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize("text, dimension", [
+    ("1e3J", "energy"), ("0.011/K", "per_kelvin"), ("2j", "energy"), ("1.5 L / min", "volume_flow"),
+])
+def test_fast_units_leave_the_unusual_to_pint(text, dimension):
+    """Text pint tokenizes differently (a complex literal, a number running into '1/K') or that
+    the table does not spell is read by pint: the same value or the same error as before."""
+    try:
+        expected = _pint_si(text, dimension)
+    except Exception:
+        with pytest.raises(QuantityError):
+            parse_quantity(text, dimension)
+    else:
+        assert parse_quantity(text, dimension) == expected

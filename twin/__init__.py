@@ -7,12 +7,26 @@ Notebook entry points::
     twin.kpis(tree)                            # pandas DataFrame of KPIs (a row per sweep variant)
 """
 
-from importlib.metadata import PackageNotFoundError, version
+import functools
 
-try:
-    __version__ = version("twin")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0+unknown"
+
+@functools.cache
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("twin")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "0.0.0+unknown"
+
+
+def __getattr__(name: str):
+    """``twin.__version__``, read from the installed package's metadata on first access (PEP
+    562): looking it up scans the installed distributions, ~0.1 CPU-s that a run pays only
+    when it writes its result."""
+    if name == "__version__":
+        return _version()
+    raise AttributeError(f"module 'twin' has no attribute {name!r}")
 
 
 def load(path):

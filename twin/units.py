@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import sys
 from typing import Annotated
 
@@ -139,6 +140,45 @@ def parse_quantity(text: str | float | int, dimension: str) -> float:
     return value
 
 
+#: The units scenarios and the catalogue use most, per dimension: unit text → the factor to the
+#: stored unit, which is pint's own (``ureg.Quantity("1 L/min").to("m**3/s")``, bit for bit).
+#: pint converts ``"x unit"`` as ``x * factor``, so ``"1.5 L/min"`` read here is the same float
+#: pint gives; ``tests/test_units.py`` checks every entry against pint. A text this table does not
+#: cover exactly (another unit, an expression, an error to explain) goes to pint, so that
+#: importing pint and building its registry (~0.5 CPU-s) is paid only by scenarios that need it.
+FAST_UNITS: dict[str, dict[str, float]] = {
+    "time": {"s": 1.0, "ms": 0.001, "us": 1e-06, "min": 60.0, "h": 3600.0, "d": 86400.0},
+    "power": {"W": 1.0, "kW": 1000.0, "MW": 1000000.0, "kVA": 1000.0},
+    "energy": {"J": 1.0, "kWh": 3600000.0, "kW*h": 3600000.0, "MWh": 3600000000.0},
+    "temperature": {"degC": 1.0},
+    "temperature_difference": {"K": 1.0},
+    "thermal_resistance": {"K/W": 1.0},
+    "thermal_conductance": {"W/K": 1.0, "kW/K": 1000.0},
+    "heat_capacity": {"J/K": 1.0, "kJ/K": 1000.0},
+    "per_kelvin": {"1/K": 1.0},
+    "volume_flow": {"m**3/s": 1.0, "L/min": 1.666666666666667e-05, "L/s": 0.0010000000000000002,
+                    "m**3/h": 0.0002777777777777778},
+    "volume": {"m**3": 1.0, "L": 0.0010000000000000002},
+    "pressure": {"Pa": 1.0, "kPa": 1000.0, "bar": 100000.0},
+    "flops": {"TFLOP/s": 1000000000000.0, "PFLOP/s": 1000000000000000.0},
+    "bytes": {"": 1.0, "kB": 1000.0, "MB": 1000000.0, "GB": 1000000000.0, "TB": 1000000000000.0,
+              "MiB": 1048576.0, "GiB": 1073741824.0},
+    "bandwidth": {"MB/s": 1000000.0, "GB/s": 1000000000.0, "TB/s": 1000000000000.0, "Gbit/s": 125000000.0},
+    "rate": {"1/s": 1.0, "1/h": 0.0002777777777777778, "MHz": 1000000.0, "GHz": 1000000000.0},
+    "price": {"USD/kWh": 2.7777777777777776e-07},
+    "mass_flow": {"kg/s": 1.0},
+    "specific_heat": {"J/kg/K": 1.0},
+    "power_rate": {"W/s": 1.0},
+    "dimensionless": {"": 1.0},
+}
+
+#: A plain decimal number, then the unit text (no parentheses, no second number). A unit written
+#: without a space must start with a letter other than e or j (Python's tokenizer, which pint
+#: uses, reads "1e3J" as a complex number and "0.011/K" is not "0.01 1/K").
+_FAST = re.compile(r"\s*([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
+                   r"(?:\s+((?:1/)?[A-Za-z][A-Za-z/*0-9]*)|([A-DF-IK-Za-df-ik-z][A-Za-z/*0-9]*)|)\s*")
+
+
 @functools.lru_cache(maxsize=4096)
 def _parse(text: str | float | int, dimension: str) -> float:
     dim, unit, _ = DIMENSIONS[dimension]
@@ -150,6 +190,12 @@ def _parse(text: str | float | int, dimension: str) -> float:
         )
     if not text.strip():
         raise QuantityError(f"expected a {dimension.replace('_', ' ')} such as '{_example(dimension)}'")
+    fast = _FAST.fullmatch(text)
+    if fast is not None:
+        factor = FAST_UNITS.get(dimension, {}).get(fast.group(2) or fast.group(3) or "")
+        if factor is not None:
+            value = float(fast.group(1))
+            return value if factor == 1.0 else value * factor
     ureg = registry()
     try:
         q = ureg.Quantity(text.strip())

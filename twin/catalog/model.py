@@ -44,7 +44,9 @@ PLURAL = {kind: ("UPS" if kind == "ups" else kind.replace("_", " ").replace("cdu
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # defer_build: a model's validator is built when first used, not when the module is
+    # imported (the scenario's models are ~0.15 CPU-s of every command's start-up otherwise)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class Figure(_Strict):
