@@ -244,6 +244,20 @@ class Schedule:
             for kind in c.events:
                 self.owners.setdefault(kind, []).append(c)
 
+    @property
+    def steps_done(self) -> int:
+        """Thermal steps taken so far."""
+        return self._count
+
+    def steps_to_update(self) -> int | None:
+        """Thermal steps from the next one until the next on which a multi-rate component
+        updates, counting a block that starts with an update as a whole block (None: every
+        component steps every step). The steps in between give multi-rate components nothing
+        but their inputs' sums, so a block of this length has no boundary inside it."""
+        if not self._multi:
+            return None
+        return min(((-self._count) % c.every) or c.every for c, _, _ in self._multi.values())
+
     def step(self, t: float, state: State, timing: dict | None = None) -> None:
         """One thermal step starting at ``t`` [s]; wall seconds per component ``phase`` are
         added to ``timing``."""

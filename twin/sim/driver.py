@@ -351,11 +351,13 @@ class Simulation:
         """Advance ``n_steps`` thermal steps (fewer when the run ends first); returns how many.
 
         This is how a controller advances the twin between its decisions: set controls with
-        ``component.set_control(key, values)``, then ``sim.advance(k, record=False)``. Each
-        step is exactly what :meth:`step` does (events due, components, energy counters), with
-        BLAS held to the run loop's threads (:mod:`twin.sim.threads`). ``each(state)``, when
-        given, is called after every step (to read the step's values, e.g. sums for an
-        observation).
+        ``component.set_control(key, values)``, then ``sim.advance(k, record=False)`` (e.g.
+        k = 300 for a 5-minute control interval at a 1 s step). The k steps are taken in blocks
+        between boundaries (:meth:`block_length`: a due event, a multi-rate component's update,
+        the end of the run); each step is exactly what :meth:`step` does (events due,
+        components, energy counters), with BLAS held to the run loop's threads
+        (:mod:`twin.sim.threads`). ``each(state)``, when given, is called after every step (to
+        read the step's values, e.g. sums for an observation).
 
         With ``record=False`` the steps' values are not accumulated into the recorded series:
         the samples of the intervals they touch are NaN (missing) so every later sample keeps
@@ -368,15 +370,45 @@ class Simulation:
                 self._steps(n, record, each)
         return n
 
+    def block_length(self, limit: int) -> int:
+        """Thermal steps from the next one (at most ``limit``, at least 1) that contain no
+        boundary after their first: no event falls due and no multi-rate component (the
+        facility plant) updates in steps 2…k of the block (the actions due at its first step
+        are applied before), so a block may be taken in one pass with slow components stepped
+        only on its first step. Job changes,
+        inference pools and recording intervals are within-step matters of the components and
+        the recorder; they do not end a block."""
+        k = max(1, int(limit))
+        upd = self.schedule.steps_to_update()
+        if upd is not None:
+            k = min(k, upd)
+        h, i = self.h, self.step_index
+        first = self.events.first_after(i * h + h)  # (those due at the block's first step start it)
+        if math.isfinite(first):
+            # the first step j > i with first < j·h + h (the test the step itself makes)
+            j = max(i + 1, int(first // h) - 1)
+            while not first < j * h + h:
+                j += 1
+            k = min(k, j - i)
+        return k
+
     def _steps(self, n: int, record: bool, each) -> None:
-        """``n`` thermal steps (the caller keeps within the run)."""
+        """``n`` thermal steps (the caller keeps within the run), in blocks between boundaries."""
+        while n > 0:
+            if self.events.first_time < self.step_index * self.h + self.h:
+                self._apply_events()
+            k = self.block_length(n)
+            self._block(k, record, each)
+            n -= k
+
+    def _block(self, k: int, record: bool, each) -> None:
+        """``k`` thermal steps with no boundary after the first (:meth:`block_length`; the
+        events due at the first are applied)."""
         st, h, sched, timing = self.state, self.h, self.schedule, self.timing
         energy, counters, recorder, tot = self.totals.energy, self._counters, self.recorder, self.totals
         now = wallclock.perf_counter
-        for _ in range(n):
+        for _ in range(k):
             t = self.step_index * h
-            if self.events.first_time < t + h:
-                self._apply_events()
             sched.step(t, st, timing)
             t1 = now()
             for key in counters:
@@ -407,7 +439,9 @@ class Simulation:
         last = t0
         try:
             while self.step_index < self.n_steps:
-                self._steps(1, True, None)
+                # paced (live) runs go step by step; otherwise in blocks up to the next progress call
+                n = 1 if pace is not None else min(64 - self.step_index % 64, self.n_steps - self.step_index)
+                self._steps(n, True, None)
                 if pace is not None:
                     pace(self.time)
                 if progress is not None and self.step_index % 64 == 0:

@@ -49,6 +49,12 @@ class EventQueue:
         while self._heap and self._heap[0].time < t_end:
             yield heapq.heappop(self._heap)
 
+    def first_after(self, t_end: float) -> float:
+        """Time of the first action not before ``t_end`` (those before are due now) [s]."""
+        if not self._heap or self._heap[0].time >= t_end:
+            return self.first_time
+        return min((a.time for a in self._heap if a.time >= t_end), default=np.inf)
+
     @property
     def first_time(self) -> float:
         return self._heap[0].time if self._heap else np.inf
