@@ -10,7 +10,8 @@ the change against fixed, PUE, throttled device-seconds, goodput, the hottest di
 the reward's cost and the CPU time of each episode (user + system, ``resource.getrusage``).
 ``--scenario phoenix`` runs ``scenarios/design-day-phoenix.yaml`` (two design days, 10 s steps)
 with the same two set-points offered every 5 minutes
-(:data:`twin.control.reference.PHOENIX_CONTROL`). The figures in
+(:data:`twin.control.reference.PHOENIX_CONTROL`); ``--blind-rule`` adds the rule blind to the
+plant's free-cooling boundary (``RuleBased(boundary=False)``). The figures in
 the README's "Control API" section come from this script, with the options shown there.
 """
 
@@ -35,12 +36,15 @@ def main() -> None:
     ap.add_argument("--no-mpc", action="store_true", help="skip the model-predictive controller")
     ap.add_argument("--horizon", type=int, action="append", help="model-predictive horizons [intervals] (default 6)")
     ap.add_argument("--scenario", choices=list(CASES), default="leesburg")
+    ap.add_argument("--blind-rule", action="store_true",
+                    help="add the rule-based controller blind to the free-cooling boundary (RuleBased(boundary=False))")
     args = ap.parse_args()
     path, overrides = reference_case(args.scenario, ROOT, start=args.start, duration=args.duration)
     mpc = [] if args.no_mpc else [ModelPredictive(horizon=h) for h in (args.horizon or [6])]
     for c in mpc:
         c.name = f"model-predictive h={c.horizon}"
-    df = evaluate([path], [Fixed(), RuleBased(), *mpc], overrides=overrides or None)
+    blind = [RuleBased(boundary=False)] if args.blind_rule else []
+    df = evaluate([path], [Fixed(), RuleBased(), *blind, *mpc], overrides=overrides or None)
     df["facility MWh"] = df.energy_facility_J / 3.6e9
     fixed = df.energy_facility_J.iloc[0]
     df["vs fixed"] = [f"{100 * (e / fixed - 1):+.2f} %" for e in df.energy_facility_J]

@@ -151,6 +151,26 @@ def test_rule_based_learns_the_free_cooling_boundary():
     assert step(20.0, 2.0) == 32.0  # it cools: down a step at a time again
 
 
+def test_rule_blind_to_the_boundary_crosses_it_back_and_forth():
+    """The same sequence as above with ``boundary=False``: the rule learns nothing when the
+    chiller starts, raises one step while it trims, and lowers again after its patience, so it
+    crosses the boundary (29 degC here) again and again."""
+    env, rule = _Env(), RuleBased(patience=1, guard=1.0, boundary=False)
+    rule.reset(env)
+
+    def step(t_out, economiser):
+        obs = {"device.t_die": np.array([60.0]), "facility.economiser": np.array([economiser]),
+               "facility.t_outdoor": np.array([t_out])}
+        action = rule(obs, env)
+        env.apply(action)
+        return float(action["facility.t_facility_supply_set"][0])
+
+    assert [step(25.0, 2.0) for _ in range(3)] == [31.0, 30.0, 29.0]
+    assert step(25.0, 1.0) == 30.0 and rule.floor == -np.inf  # chiller: up one step, nothing learned
+    assert step(25.0, 2.0) == 29.0  # free cooling again: back down onto the boundary
+    assert step(26.0, 2.0) == 28.0  # a warming sink changes nothing
+
+
 #: Where a rule blind to the plant's mode boundary (lower a step after three free-cooling
 #: intervals, raise a step while the chiller trims) lost against the fixed set-points: a
 #: Leesburg July week (+0.08 %: on summer mornings the sink warmed faster than the rule climbed

@@ -123,6 +123,10 @@ class RuleBased:
     keys : tuple of str
         The set-points moved together (each within its action bounds), so the CDUs keep their
         offset above the facility water.
+    boundary : bool
+        Learn and keep off the plant's mode boundary (below). False gives the rule blind to it
+        (lower a step after ``patience`` intervals of free cooling, raise a step while the
+        chiller trims and the dies have margin), kept for comparison (README, "Control API").
 
     Notes
     -----
@@ -152,11 +156,15 @@ class RuleBased:
     name = "rule-based"
 
     def __init__(self, raise_above: float = 8.0, lower_below: float = 4.0, step: float = 1.0,
-                 patience: int = 3, guard: float = 1.0, keys: tuple[str, ...] = WATER_KEYS):
+                 patience: int = 3, guard: float = 1.0, keys: tuple[str, ...] = WATER_KEYS,
+                 boundary: bool = True):
         if not lower_below < raise_above:
             raise ValueError("lower_below must be below raise_above")
         self.raise_above, self.lower_below, self.step = raise_above, lower_below, step
         self.patience, self.guard, self.keys = int(patience), guard, keys
+        self.boundary = bool(boundary)
+        if not self.boundary:
+            self.name = "rule-based, blind to the boundary"
 
     def reset(self, env) -> None:
         self.actions = _water(env, self.keys)
@@ -190,7 +198,7 @@ class RuleBased:
         elif economiser is None:
             delta = self.step if margin > self.raise_above else 0.0
         elif chiller:
-            if was_free:  # free cooling just stopped carrying the load at this offset
+            if was_free and self.boundary:  # free cooling just stopped carrying the load at this offset
                 self.floor = max(self.floor, setpoint - sink + self.step)
                 below = ahead + self.floor + self.guard - setpoint
             if below > 0:
