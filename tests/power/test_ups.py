@@ -64,3 +64,67 @@ def test_system_losses_by_hand():
     assert abs(ups_losses(p, n, 500e3, a) - by_curve) < 1e-3 * p
     # no-load losses stay with the modules in service: an idle UPS still loses a₀ n P_r
     assert ups_losses(0.0, n, 500e3, a) == pytest.approx(n * 500e3 * a[0])
+
+
+def test_module_management_keeps_the_modules_the_load_needs_plus_the_redundant():
+    """Eaton VMMS / ABB Xtra VFI: n_active = min(n, max(⌈P / (0.8 P_r)⌉, 1) + R), by hand."""
+    from twin.power.ups import ups_active_modules
+
+    p = np.array([0.0, 0.39e6, 0.5e6, 1.2e6, 2.0e6])
+    # 0.4 MW per active 500 kW module at the 80 % limit: 1, 1, 2, 3, 5 needed, + 1, at most 4
+    assert ups_active_modules(p, 4, 500e3).tolist() == [2, 2, 3, 4, 4]
+    assert ups_active_modules(p, 4, 500e3, redundant=0, max_load=1.0).tolist() == [1, 1, 1, 3, 4]
+    with pytest.raises(ValueError, match="max_load"):
+        ups_active_modules(p, 4, 500e3, max_load=1.5)
+
+
+def test_module_management_in_the_chain_by_hand():
+    """The power chain with module management, from the catalogue: the active modules share the
+    load on the same double-conversion loss model and each parked one loses its
+    ``suspended_loss``. A 1.47 MW hall (4 × 500 kW, N+1) at 0.5 MW keeps 3 active: by hand to
+    1e-12 (same arithmetic), and 0.14 % of the load less than with all 4 active (the flat curve
+    gains little). The Phoenix hall's 0.31 MW design needs 1 + 1 modules: both stay active, so
+    module management cannot lower its UPS losses (the chain's 4.2 % of IT stays)."""
+    from twin.power.chain import PowerChain
+
+    ups, tr = CAT.ups["ups-500kw-modern"], CAT.transformers["mv-transformer-1000kva"]
+    x, eta = curve("ups-500kw-modern")
+    a = ups_loss_coefficients(x, eta)
+    plain = PowerChain(1.47e6, ups, "double_conversion", tr)
+    managed = PowerChain(1.47e6, ups, "double_conversion", tr, module_management=0.8)
+    assert plain.n_modules == managed.n_modules == 4
+    p = 0.5e6
+    assert managed.active_modules(p) == 3
+    by_hand = 3 * 500e3 * (a[0] + a[1] * p / 1.5e6 + a[2] * (p / 1.5e6) ** 2) + 1 * 500e3 * 0.001
+    assert managed.ups_loss(p) == pytest.approx(by_hand, rel=1e-12)
+    assert plain.ups_loss(p) == pytest.approx(float(ups_losses(p, 4, 500e3, a)), rel=1e-12)
+    # the saving: one module's no-load loss, less the parked module's and the extra I²R of
+    # three modules carrying what four did: 0.14 % of the load
+    saving = 500e3 * (a[0] - 0.001) - a[2] * p * p * (1 / 1.5e6 - 1 / 2e6)
+    assert plain.ups_loss(p) - managed.ups_loss(p) == pytest.approx(saving, rel=1e-9)
+    assert saving / p == pytest.approx(0.0014, abs=5e-5)
+    # at 1.2 MW all 4 are needed at the 80 % limit: identical
+    assert managed.ups_loss(1.2e6) == plain.ups_loss(1.2e6)
+    phoenix = PowerChain(0.3129e6, ups, "double_conversion", tr, module_management=0.8)
+    assert phoenix.n_modules == 2
+    for p in (0.1e6, 0.28e6, 0.3129e6):
+        assert phoenix.active_modules(p) == 2
+        assert phoenix.ups_loss(p) == PowerChain(0.3129e6, ups, "double_conversion", tr).ups_loss(p)
+
+
+def test_module_management_needs_double_conversion_and_a_parked_module_loss(tmp_path):
+    """Scenario checks: module management with eco mode, or on a UPS entry without
+    ``suspended_loss``, is one clear error naming the field."""
+    from tests.conftest import SCENARIOS
+    from twin.scenario import load_scenario
+    from twin.scenario.errors import ScenarioError
+    from twin.sim.driver import Simulation
+
+    with pytest.raises(ScenarioError, match=r"plant\.ups.*double conversion only"):
+        load_scenario(SCENARIOS / "design-day-phoenix.yaml",
+                      {"plant": {"ups": {"mode": "eco", "module_management": {"max_load": 0.8}}}})
+    loaded = load_scenario(SCENARIOS / "design-day-phoenix.yaml",
+                           {"time": {"duration": "1 min"},
+                            "plant": {"ups": {"template": "ups-1250kw", "module_management": {}}}})
+    with pytest.raises(ScenarioError, match=r"plant\.ups\.module_management.*suspended_loss"):
+        Simulation(loaded)

@@ -595,6 +595,9 @@ class UPS(Entry):
     battery_charge_power: Power | None = None  # recharge power one module draws [W]
     battery_charge_efficiency: Ratio | None = None  # utility → stored energy [1]
     power_factor: Ratio | None = None  # output power factor: kW rating / kVA rating [1]
+    #: losses of a module parked by module management (rectifier and inverter not switching, DC
+    #: link kept charged, output contactor closed), as a share of its rating [1]
+    suspended_loss: Ratio | None = None
 
     @model_validator(mode="after")
     def _battery(self):

@@ -172,13 +172,29 @@ class PumpSpec(_Strict):
     template: str = "facility-water-pump"
 
 
+class ModuleManagementSpec(_Strict):
+    """Module management in double conversion (Eaton VMMS, ABB Xtra VFI): only the modules the
+    load needs at ``max_load`` each, plus the redundant ones, stay active; the rest are parked."""
+
+    #: Highest load fraction of an active module before another is activated [1] (Eaton VMMS
+    #: default: 80 % of the module rating).
+    max_load: float = Field(0.8, gt=0, le=1)
+
+
 class UPSSpec(_Strict):
     """Central UPS: module template, operating mode and redundant modules (N + redundant, N
-    from the IT design load)."""
+    from the IT design load), optionally with module management in double conversion."""
 
     template: str = "ups-500kw-modern"
     mode: Literal["double_conversion", "eco"] = "double_conversion"
     redundant: int = Field(1, ge=0)
+    module_management: ModuleManagementSpec | None = None
+
+    @model_validator(mode="after")
+    def _managed_in_double_conversion(self):
+        if self.module_management is not None and self.mode != "double_conversion":
+            raise ValueError("module_management works in double conversion only (mode: double_conversion)")
+        return self
 
 
 class TransformerSpec(_Strict):

@@ -24,7 +24,14 @@ import numpy as np
 
 from twin.cooling.electrical_room import electrical_room_cooling
 from twin.power.delivery import apparent_power, busway_losses, misc_power, transformer_count, transformer_losses
-from twin.power.ups import UPS_MODES, ups_battery_step, ups_loss_coefficients, ups_losses, ups_modules
+from twin.power.ups import (
+    UPS_MODES,
+    ups_active_modules,
+    ups_battery_step,
+    ups_loss_coefficients,
+    ups_losses,
+    ups_modules,
+)
 from twin.sim.component import Component, Var, step_mean
 
 #: Transformers are sized for the design IT load with this margin (cooling and growth) [1]
@@ -101,6 +108,9 @@ class PowerChain(Component):
         Miscellaneous load as a share of the design IT load [1].
     room_cooler : RoomCoolerEntry, optional
         Cooling of the electrical rooms (None: their heat is not cooled by any unit).
+    module_management : float, optional
+        Load limit of an active module under module management in double conversion
+        (:func:`~twin.power.ups.ups_active_modules`; None: every module active).
 
     Notes
     -----
@@ -110,7 +120,8 @@ class PowerChain(Component):
     (:func:`~twin.power.delivery.transformer_count`).
     Per step: busway L_bus = f_bus P_r (P_IT / P_r)² (I²R); UPS losses from the
     module loss model fitted to the mode's curve (:func:`~twin.power.ups.ups_losses`) at the
-    modules' load; misc load constant; the UPS, busway and misc heat is cooled by the
+    modules' load (under module management: the active modules N_a share it and each parked
+    module loses the catalogue's ``suspended_loss`` × P_module); misc load constant; the UPS, busway and misc heat is cooled by the
     electrical rooms' units (:func:`~twin.cooling.electrical_room.electrical_room_cooling`, at
     the plant's outdoor temperature); transformers (outdoor, liquid-immersed) carry all of it
     plus the cooling and reject their losses outdoors. On battery the UPS input comes from the
@@ -131,7 +142,8 @@ class PowerChain(Component):
 
     def __init__(self, design_it_power: float, ups=None, mode: str = "double_conversion",
                  transformer=None, totals=None, *, redundant: int = 1, power_factor: float = 0.95,
-                 misc_fraction: float = 0.0, room_cooler=None, outdoor: bool = False):
+                 misc_fraction: float = 0.0, room_cooler=None, outdoor: bool = False,
+                 module_management: float | None = None):
         self.totals = totals
         self.modelled = ups is not None
         self.outputs = self.VARIABLES if self.modelled else (P_FACILITY, P_LOSS, PUE, BATTERY_EMPTY)
@@ -153,6 +165,12 @@ class PowerChain(Component):
         design_bus = self.design + float(busway_losses(self.design, self.busway_rating,
                                                        self.busway_loss_at_rating))
         self.n_modules = ups_modules(design_bus, self.module_rating, redundant)
+        self.redundant = int(redundant)
+        self.max_load = module_management
+        if module_management is not None and ups.suspended_loss is None:
+            raise ValueError("module management needs the UPS entry's suspended_loss (the losses of a "
+                             "parked module)")
+        self.suspended_loss = ups.suspended_loss.si if ups.suspended_loss is not None else 0.0
         self.battery_energy = (ups.battery_energy.si if ups.battery_energy else 0.0) * self.n_modules
         self.battery_left = self.battery_energy
         if ups.battery_charge_power is not None:
@@ -168,6 +186,19 @@ class PowerChain(Component):
     def initialise(self, state) -> None:
         state["facility.battery_empty"] = np.array([False])
 
+    def active_modules(self, p_out: float) -> int:
+        """UPS modules in double conversion at an output [W] (all unless module management)."""
+        if self.max_load is None:
+            return self.n_modules
+        return int(ups_active_modules(p_out, self.n_modules, self.module_rating, self.redundant, self.max_load))
+
+    def ups_loss(self, p_out: float) -> float:
+        """UPS losses at an output [W]: the active modules sharing it on the mode's loss model,
+        and the parked modules' ``suspended_loss``."""
+        n = self.active_modules(p_out)
+        parked = (self.n_modules - n) * self.module_rating * self.suspended_loss
+        return float(ups_losses(p_out, n, self.module_rating, self.ups_coefficients)) + parked
+
     def delivery(self, p_it: float, p_cooling: float, dt: float, t_outdoor: float = T_OUTDOOR_DEFAULT):
         """Utility input and the losses upstream of the racks [W] (see the class Notes).
 
@@ -181,7 +212,7 @@ class PowerChain(Component):
                     "misc": 0.0, "room": 0.0, "q_room": 0.0, "charge": 0.0, "battery": 0.0}
         l_bus = float(busway_losses(p_it, self.busway_rating, self.busway_loss_at_rating))
         p_bus = p_it + l_bus
-        l_ups = float(ups_losses(p_bus, self.n_modules, self.module_rating, self.ups_coefficients))
+        l_ups = self.ups_loss(p_bus)
         # The battery: it feeds the UPS during an outage (never below empty), else recharges.
         self.battery_left, p_battery, p_charge = ups_battery_step(
             self.battery_left, self.battery_energy, p_bus + l_ups, self.on_battery, dt,

@@ -52,6 +52,51 @@ def ups_modules(p_design, module_rating, redundant=1, max_load=1.0):
     return int(n + redundant)
 
 
+def ups_active_modules(p_out, n_modules, module_rating, redundant=1, max_load=0.8):
+    """Modules a module-management mode keeps in double conversion at a load (N + R active).
+
+    Parameters
+    ----------
+    p_out : array_like
+        Output power of the UPS system [W], ≥ 0.
+    n_modules : int
+        Modules installed [1].
+    module_rating : float
+        Rated real-power output of one module [W].
+    redundant : int
+        Redundant modules kept active beyond those the load needs (R) [1].
+    max_load : float
+        Highest load fraction an active module may carry before another is activated [1]
+        (Eaton VMMS: 80 % by default, user-configurable).
+
+    Returns
+    -------
+    ndarray of int
+        n_active = min(n_modules, max(⌈P / (max_load · P_r)⌉, 1) + R).
+
+    Notes
+    -----
+    The active modules share the load in double conversion; the others are parked and take the
+    load back within milliseconds on a load step or a mains disturbance. Eaton's Variable Module
+    Management System (VMMS) does this with a load limit and a redundancy setting; ABB's Xtra
+    VFI likewise keeps the configured redundancy. Neither is an eco mode: the load stays on the
+    inverters (IEC 62040-3 VFI).
+
+    References
+    ----------
+    .. [1] Eaton, Power Xpert 9395P 500/600 kVA User's and Installation Guide, P-164000476
+       rev. 002, §6.2.4 "Variable Module Management System" (load limit 80 % by default,
+       redundancy setting, parked UPMs keep the DC link primed and the output contactor closed).
+    .. [2] ABB/Kohler Uninterruptible Power, "Maintaining UPS efficiency at low loads" (Xtra VFI
+       on the PowerWAVE 9500DPA: active modules reduced with the load, redundancy kept).
+    """
+    if module_rating <= 0 or not 0 < max_load <= 1:
+        raise ValueError(f"ups_active_modules: module_rating must be > 0 and max_load in (0, 1], got "
+                         f"{module_rating}, {max_load}")
+    need = np.ceil(np.asarray(p_out, dtype=float) / (max_load * module_rating) - 1e-9)
+    return np.minimum(int(n_modules), np.maximum(need, 1) + int(redundant)).astype(np.int64)
+
+
 def ups_loss_coefficients(curve_load, curve_efficiency):
     """Three-term loss model of a UPS module fitted to its efficiency curve.
 

@@ -84,10 +84,16 @@ def assemble(loaded: LoadedScenario, system: System, workload, totals, kernel: s
         pl = sc.plant
         room = (cat.room_coolers[pl.electrical_room.template]
                 if pl.electrical_room.template is not None else None)
+        if pl.ups.module_management is not None and cat.ups[pl.ups.template].suspended_loss is None:
+            raise loaded.locate(FieldError(("plant", "ups", "module_management"),
+                                           f"UPS '{pl.ups.template}' has no suspended_loss in the catalogue "
+                                           "(the losses of a parked module that module management needs)"))
         chain = PowerChain(design_ac_power(sy), cat.ups[pl.ups.template], pl.ups.mode,
                            cat.transformers[pl.transformer.template], tot,
                            redundant=pl.ups.redundant, power_factor=pl.transformer.power_factor,
-                           misc_fraction=pl.misc_load, room_cooler=room, outdoor=True)
+                           misc_fraction=pl.misc_load, room_cooler=room, outdoor=True,
+                           module_management=(pl.ups.module_management.max_load
+                                              if pl.ups.module_management is not None else None))
     governors = Governors(sy, tot, chip_kernel)
     demand = Demand(workload)
     components = [NetworkPower(network), demand, chips]
