@@ -130,7 +130,7 @@ def test_phoenix_with_plant_pg25_against_water_by_hand():
     - CDU pumps: the loop pressure under differential-pressure control × the resistance factor at
       the speed and efficiency the pump curve gives (as for water in test_facility_balance.py;
       on PG25 the curve's pressures × ρ/ρ_w: the same head), within 1e-9 (same formulas written
-      out): ~16 % more pump power."""
+      out): ~15 % more pump power."""
     from twin.units import CP_WATER
 
     rows = {name: {r[0]: np.array(r[1:]) for r in CAT.coolants[name].properties.points} for name in ("water", "pg25")}
