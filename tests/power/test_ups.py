@@ -105,6 +105,10 @@ def test_module_management_in_the_chain_by_hand():
     assert saving / p == pytest.approx(0.0014, abs=5e-5)
     # at 1.2 MW all 4 are needed at the 80 % limit: identical
     assert managed.ups_loss(1.2e6) == plain.ups_loss(1.2e6)
+    # a mains failure makes every module active again (Xtra VFI is deactivated on battery)
+    managed.on_battery = True
+    assert managed.active_modules(p) == 4 and managed.ups_loss(p) == plain.ups_loss(p)
+    managed.on_battery = False
     phoenix = PowerChain(0.3129e6, ups, "double_conversion", tr, module_management=0.8)
     assert phoenix.n_modules == 2
     for p in (0.1e6, 0.28e6, 0.3129e6):

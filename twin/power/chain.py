@@ -121,9 +121,10 @@ class PowerChain(Component):
     Per step: busway L_bus = f_bus P_r (P_IT / P_r)² (I²R); UPS losses from the
     module loss model fitted to the mode's curve (:func:`~twin.power.ups.ups_losses`) at the
     modules' load (under module management: the active modules N_a share it and each parked
-    module loses the catalogue's ``suspended_loss`` × P_module); misc load constant; the UPS, busway and misc heat is cooled by the
-    electrical rooms' units (:func:`~twin.cooling.electrical_room.electrical_room_cooling`, at
-    the plant's outdoor temperature); transformers (outdoor, liquid-immersed) carry all of it
+    module loses the catalogue's ``suspended_loss`` × P_module; on battery all are active);
+    misc load constant; the UPS, busway and misc heat is cooled by the electrical rooms' units
+    (:func:`~twin.cooling.electrical_room.electrical_room_cooling`, at the plant's outdoor
+    temperature); transformers (outdoor, liquid-immersed) carry all of it
     plus the cooling and reject their losses outdoors. On battery the UPS input comes from the
     battery (never below empty) and the utility carries the rest; facility power counts the
     battery's discharge too (The Green Grid, WP 49: total facility energy includes on-site
@@ -187,8 +188,10 @@ class PowerChain(Component):
         state["facility.battery_empty"] = np.array([False])
 
     def active_modules(self, p_out: float) -> int:
-        """UPS modules in double conversion at an output [W] (all unless module management)."""
-        if self.max_load is None:
+        """UPS modules in double conversion at an output [W]: all, unless module management
+        parks some; on battery all are active again (ABB Xtra VFI is deactivated by a mains
+        failure, every module switched to active)."""
+        if self.max_load is None or self.on_battery:
             return self.n_modules
         return int(ups_active_modules(p_out, self.n_modules, self.module_rating, self.redundant, self.max_load))
 

@@ -80,7 +80,7 @@ def ups_active_modules(p_out, n_modules, module_rating, redundant=1, max_load=0.
     load back within milliseconds on a load step or a mains disturbance. Eaton's Variable Module
     Management System (VMMS) does this with a load limit and a redundancy setting; ABB's Xtra
     VFI likewise keeps the configured redundancy. Neither is an eco mode: the load stays on the
-    inverters (IEC 62040-3 VFI).
+    inverters (IEC 62040-3 VFI). On a mains failure every module is made active again.
 
     References
     ----------
@@ -88,7 +88,8 @@ def ups_active_modules(p_out, n_modules, module_rating, redundant=1, max_load=0.
        rev. 002, §6.2.4 "Variable Module Management System" (load limit 80 % by default,
        redundancy setting, parked UPMs keep the DC link primed and the output contactor closed).
     .. [2] ABB/Kohler Uninterruptible Power, "Maintaining UPS efficiency at low loads" (Xtra VFI
-       on the PowerWAVE 9500DPA: active modules reduced with the load, redundancy kept).
+       on the PowerWAVE 9500DPA: active modules reduced with the load, redundancy kept; all
+       modules switched to active on a mains failure or alarm).
     """
     if module_rating <= 0 or not 0 < max_load <= 1:
         raise ValueError(f"ups_active_modules: module_rating must be > 0 and max_load in (0, 1], got "
