@@ -183,8 +183,23 @@ def run_warnings(sim) -> list[str]:
     return warnings(sim)
 
 
-def group_dataset(sim, group: str, variables: dict[str, np.ndarray], offset: int = 0) -> xr.Dataset:
-    """One group's samples ``offset … offset + n`` as a Dataset with coordinates and attributes."""
+def _variable(dims, data, attrs) -> xr.Variable | tuple:
+    """An xarray Variable of a plain numeric, string or time array (in a time unit pandas keeps
+    as it is), made without xarray's checks for dask and pint arrays: they would convert nothing
+    here, and they import dask.array, scipy.sparse and pint (~0.7 CPU-s of a run's first write).
+    Anything else as the usual ``(dims, data, attrs)``."""
+    if type(data) is np.ndarray and (data.dtype.kind in "biufcU" or (
+            data.dtype.kind == "M" and np.datetime_data(data.dtype)[0] in ("s", "ms", "us", "ns"))):
+        return xr.Variable(dims, data, attrs, fastpath=True)
+    return (dims, data, attrs)
+
+
+def group_dataset(sim, group: str, variables: dict[str, np.ndarray], offset: int = 0,
+                  index: bool = True) -> xr.Dataset:
+    """One group's samples ``offset … offset + n`` as a Dataset with coordinates and attributes.
+
+    ``index=False`` leaves out the coordinates' pandas indexes (for a block written to a store,
+    which does not keep them: building them costs the first write the dask and pint imports)."""
     every = sim.recorder.intervals()[group]
     start = pd.Timestamp(sim.scenario.time.start)
     n = next(iter(variables.values())).shape[0] if variables else 0
@@ -192,6 +207,8 @@ def group_dataset(sim, group: str, variables: dict[str, np.ndarray], offset: int
     time = start + pd.to_timedelta(seconds, unit="s")
     coords = {"time": ("time", time.to_numpy(), {"long_name": "start of recording interval"})}
     coords.update(_coords(sim, group))
+    coords = {name: _variable(*value) if isinstance(value, tuple) and len(value) == 3 else value
+              for name, value in coords.items()}
     dims = ("time",) if group == "facility" else ("time", group)
     ds_vars = {}
     for v, arr in variables.items():
@@ -207,7 +224,9 @@ def group_dataset(sim, group: str, variables: dict[str, np.ndarray], offset: int
             attrs["flag_meanings"] = " ".join(STATE_NAMES[k] for k in sorted(STATE_NAMES))
         if units == "degC":
             attrs["units_metadata"] = "temperature: on_scale"
-        ds_vars[v] = (dims, values, attrs)
+        ds_vars[v] = _variable(dims, values, attrs)
+    if not index:
+        return xr.Dataset(ds_vars, coords=xr.Coordinates(coords, indexes={}))
     return xr.Dataset(ds_vars, coords=coords)
 
 

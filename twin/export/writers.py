@@ -214,7 +214,7 @@ class ZarrStream:
                                f"committed {done} samples")
         if offset < done:
             arrays = {v: a[done - offset:] for v, a in arrays.items()}
-        ds = group_dataset(self.sim, group, arrays, done)
+        ds = group_dataset(self.sim, group, arrays, done, index=False)
         with deferred_signals():
             if not self.tmp.exists():
                 self.tmp.mkdir()
