@@ -15,6 +15,7 @@ import numpy as np
 
 from twin.scenario.errors import FieldError
 from twin.scenario.model import Scenario, Segment, Select
+from twin.sim.selection import Selection
 
 
 def square_wave_mean(t0, t1, period, duty):
@@ -171,6 +172,10 @@ class ProfileWorkload:
             else:
                 self.rules.append(("constant", rule.u, np.flatnonzero(mask)))
         self.n = system.n_devices
+        #: Each rule's devices as a view where their layout allows (a slice, or the accelerators
+        #: of every node at a constant stride): writing a block of steps costs a strided copy
+        #: instead of a scatter of (steps × devices) values.
+        self._where = [Selection(idx) if kind != "replay" else None for kind, _, idx in self.rules]
 
     def warnings(self, t_end: float) -> list[str]:
         """Replay files that end before the run does (their last values are held)."""
@@ -182,11 +187,11 @@ class ProfileWorkload:
         """Step-mean demanded utilisation for ``n`` steps from ``t0`` (shape (n, devices)) [1]."""
         t = t0 + h * np.arange(n)
         u = np.zeros((n, self.n))
-        for kind, spec, idx in self.rules:
+        for (kind, spec, idx), where in zip(self.rules, self._where):
             if kind == "constant":
-                u[:, idx] = spec
+                where.put(u, spec)
             elif kind == "profile":
-                u[:, idx] = profile_mean(spec, t, h)[:, None]
+                where.put(u, profile_mean(spec, t, h)[:, None])
             else:
                 cols = spec.columns[idx[spec.columns]]
                 u[:, cols] = spec.mean(t, h)[:, idx[spec.columns]]
