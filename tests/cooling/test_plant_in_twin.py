@@ -42,20 +42,33 @@ def test_day_energy_balance_closes():
     assert 1.03 < kpi["pue"] < 1.4
 
 
+#: The README's annual table: its row labels, the climate (bundled EPW file) and plant changes.
+ANNUAL_ROWS = {"Phoenix AZ": ("Phoenix", {}), "Leesburg VA": ("Leesburg", {}), "Seattle WA": ("Seattle", {}),
+               "Leesburg VA, cooling towers": ("Leesburg", {"heat_rejection": {"kind": "cooling_tower"}})}
+
+
 @pytest.fixture(scope="module")
-def climates():
-    """A year of hourly weather in three climates, same hall and controls."""
+def annual():
+    """A year of ``annual-leesburg.yaml`` (hourly weather, W32, the bundled 8-UltraServer hall) for
+    each row of the README's annual table: the KPIs, by row label. Computed once for the module:
+    the README table test and the climate-ordering test read the same four years."""
     out = {}
-    for city in ("Phoenix", "Leesburg", "Seattle"):
-        over = {"halls": ONE_US, "plant": {"weather": {"kind": "epw", "file": city},
-                                           "facility_water_supply": "32 degC"},
-                "record": {"rack": "off", "cdu": "off"}}
-        out[city] = _run(ANNUAL, over)[2]
+    for label, (city, extra) in ANNUAL_ROWS.items():
+        plant = {"weather": {"kind": "epw", "file": city}, **extra}
+        sim = Simulation(load_scenario(ANNUAL, {"plant": plant, "record": {"rack": "off", "cdu": "off",
+                                                                            "device": "off"}}))
+        sim.run()
+        out[label] = summary(sim)
     return out
 
 
 @pytest.mark.slow
-def test_annual_pue_and_chiller_hours_follow_the_climate(climates):
+@pytest.mark.xdist_group("annual")  # the same worker as the README table test: the years are computed once
+def test_annual_pue_and_chiller_hours_follow_the_climate(annual):
+    """A year of hourly weather in three climates, same hall (the bundled one, as in the README's
+    table; the ordering is a property of the climates, not of the hall's size) and controls."""
+    climates = {c: annual[label] for c, label in (("Phoenix", "Phoenix AZ"), ("Leesburg", "Leesburg VA"),
+                                                   ("Seattle", "Seattle WA"))}
     pue = {c: k["pue"] for c, k in climates.items()}
     hours = {c: k["chiller_hours"] for c, k in climates.items()}
     assert pue["Phoenix"] > pue["Leesburg"] > pue["Seattle"]
@@ -135,7 +148,10 @@ def test_utility_outage_rides_on_the_battery_until_it_is_empty():
     base = {"time": {"start": "2026-07-01T00:00:00", "duration": "40 min", "step": "1 s"}, "halls": ONE_US,
             "plant": {"weather": {"kind": "constant", "t_dry_bulb": "20 degC"}},
             "record": {"rack": "off", "cdu": "off", "facility": "1 s"}}
-    short = dict(base, events=[{"at": "5 min", "kind": "utility_outage", "duration": "1 min"}])
+    # The short outage's run ends 2 min after the utility is back (the battery is recharging by
+    # then); the long one runs on to 40 min, past the battery's end.
+    short = dict(base, time=dict(base["time"], duration="8 min"),
+                 events=[{"at": "5 min", "kind": "utility_outage", "duration": "1 min"}])
     sim, tree, kpi = _run(ANNUAL, short)
     f = tree["facility"].to_dataset()
     drawn = float((f["p_it"] + f["p_busway_loss"] + f["p_ups_loss"]).isel(time=slice(300, 360)).sum())
@@ -167,23 +183,18 @@ def test_chiller_trip_on_a_hot_day_warms_the_facility_water():
 
 
 @pytest.mark.slow
-def test_readme_annual_table_is_these_runs():
+@pytest.mark.xdist_group("annual")
+def test_readme_annual_table_is_these_runs(annual):
     """The README's annual table (the Leesburg hall on W32 in three climates and with cooling
     towers) is what a year of ``annual-leesburg.yaml`` gives with the weather file changed: PUE
     to the three decimals shown, chiller and full free-cooling hours to the hour, WUE to
     0.01 L/kWh."""
     text = (SCENARIOS.parent / "README.md").read_text(encoding="utf-8")
-    annual = text.split("| climate (dry coolers, W32) |", 1)[1].split("\n\n", 1)[0]
-    cases = {"Phoenix AZ": ("Phoenix", {}), "Leesburg VA": ("Leesburg", {}), "Seattle WA": ("Seattle", {}),
-             "Leesburg VA, cooling towers": ("Leesburg", {"heat_rejection": {"kind": "cooling_tower"}})}
-    for label, (city, extra) in cases.items():
-        row = next(r for r in annual.splitlines() if r.startswith(f"| {label} |"))
+    table = text.split("| climate (dry coolers, W32) |", 1)[1].split("\n\n", 1)[0]
+    for label in ANNUAL_ROWS:
+        row = next(r for r in table.splitlines() if r.startswith(f"| {label} |"))
         cells = [c.strip() for c in row.strip("|").split("|")]
-        plant = {"weather": {"kind": "epw", "file": city}, **extra}
-        sim = Simulation(load_scenario(ANNUAL, {"plant": plant, "record": {"rack": "off", "cdu": "off",
-                                                                            "device": "off"}}))
-        sim.run()
-        k = summary(sim)
+        k = annual[label]
         assert f"{k['pue']:.3f}" == cells[1], (label, k["pue"])
         assert round(k["chiller_hours"]) == int(cells[3].replace(",", "")), (label, k["chiller_hours"])
         assert round(k["full_free_cooling_hours"]) == int(cells[4].replace(",", "")), label
