@@ -138,3 +138,49 @@ def test_readme_names_every_bundled_scenario():
     named = set(re.findall(r"`([\w./-]+\.yaml)`", table))
     files = {str(p.relative_to(SCENARIOS)) for p in SCENARIOS.rglob("*.yaml")}
     assert files == named, (files - named, named - files)
+
+
+def _readme_block(section: str, fence: str, after: str = "") -> str:
+    """The first ``fence`` block of a README section (after the text ``after``, when given)."""
+    text = README.split(section, 1)[1].split("\n## ", 1)[0]
+    return text.split(after, 1)[1].split(fence, 1)[1].split("```", 1)[0] if after else \
+        text.split(fence, 1)[1].split("```", 1)[0]
+
+
+def test_readme_bad_input_examples(tmp_path, monkeypatch):
+    """The README's unknown-template (Commands) and too-large (Limits) examples print what the
+    README shows: the first from the quickstart with its template misspelt as the README's sed
+    command does, the second from the README's own huge.yaml. The estimate's machine-dependent
+    tail (75 % of this machine's memory) is left out of the comparison."""
+    monkeypatch.chdir(tmp_path)
+    shown = _readme_block("## Commands", "```text").strip().splitlines()
+    assert shown[0] == "$ sed 's/trn3-gen2-ultraserver/gb301-nvl72/' scenarios/quickstart.yaml > bad.yaml"
+    (tmp_path / "bad.yaml").write_text(
+        (SCENARIOS / "quickstart.yaml").read_text().replace("trn3-gen2-ultraserver", "gb301-nvl72"))
+    result = CliRunner().invoke(app, ["validate", "bad.yaml"])
+    assert result.exit_code == 2 and result.stderr.strip() == shown[2]
+
+    (tmp_path / "huge.yaml").write_text(_readme_block("## Limits", "```yaml", "--allow-large").lstrip("\n"))
+    shown = _readme_block("## Limits", "```text", "--allow-large").strip().splitlines()
+    result = CliRunner().invoke(app, ["validate", "huge.yaml"])
+    assert result.exit_code == 2
+    head = shown[1].split("; devices in one run", 1)[0]
+    assert result.stderr.strip().startswith(head), (result.stderr, head)
+
+
+def test_readme_fabrics_table_is_the_catalogue():
+    """The README's fabrics table names every catalogue fabric, with its bandwidth and domain
+    size (exact: both are the catalogue's figures, printed to their significant digits)."""
+    from twin.catalog.model import load_catalog
+
+    fabrics = load_catalog().fabrics
+    table = [r for r in README.split("**Fabrics.**", 1)[1].split("\n\n", 2)[1].splitlines() if r.startswith("| `")]
+    named = [re.match(r"\| `([\w-]+)`", r).group(1) for r in table]
+    assert sorted(named) == sorted(fabrics)
+    for name, row in zip(named, table):
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        fab = fabrics[name]
+        if fab.scope == "scale-up":
+            bw = float(re.match(r"([\d.]+)", cells[3]).group(1)) * (1e12 if "TB/s" in cells[3] else 1e9)
+            assert bw == pytest.approx(fab.bandwidth.si, rel=1e-9), row
+            assert int(cells[5]) == fab.domain_size.value, row
