@@ -50,3 +50,18 @@ def test_tables_agree_with_coolprop_between_rows(name, fluid):
         ref = [cp_.PropsSI(q, "T", t + 273.15, "P", 3e5, fluid) for q in ("D", "C", "V", "L")]
         # 10 K rows: linear (log-linear for μ) interpolation within 1 %
         assert [p.rho, p.cp, p.mu, p.k] == pytest.approx(ref, rel=1e-2)
+
+
+def test_readme_pg25_factors_are_the_model():
+    """The README's Physics section quotes three PG25 factors at 34 degC (heat per litre,
+    loop resistance, pump pressure); each is what ``loop_coolant_factors`` gives, to half of
+    the last printed digit (they are printed to three decimals)."""
+    import re
+
+    from tests.conftest import ROOT
+    from twin.cooling.coolant import loop_coolant_factors
+
+    physics = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## Physics", 1)[1].split("\n## ", 1)[0]
+    quoted = [float(x) for x in re.findall(r"PG25 at 34\s+°C: ([\d.]+)", physics)]
+    f = loop_coolant_factors(PG25, WATER, 34.0, [0.4])
+    assert quoted == pytest.approx([f["heat"], f["resistance"], f["density"]], abs=5e-4)
