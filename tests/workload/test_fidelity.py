@@ -190,3 +190,27 @@ def test_readme_fidelity_rows_are_generated():
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     for row in biohpc_fidelity_rows(load_catalog()):
         assert row in readme, row
+
+
+def test_readme_splitwise_rows_are_the_comparison(comparison):
+    """The README's five Splitwise rows (median, range and share inside the bar) are what the
+    comparison gives, to the two decimals and whole percent they are printed with."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    fidelity = readme.split("\n## Fidelity", 1)[1].split("\n## ", 1)[0]
+    starts = {"power": "| per-GPU average serving power", "throughput": "| output-token throughput",
+              "energy_per_token": "| energy per output token", "prefill": "| prefill (prompt) time",
+              "decode": "| decode step time"}
+    for quantity, start in starts.items():
+        row = next(r for r in fidelity.splitlines() if r.startswith(start))
+        ratio = row.split("|")[3]
+        m = re.search(r"([\d.]+) \(([\d.]+)–([\d.]+); (\d+) % within ±(\d+) %\)", ratio)
+        assert m, row
+        r = comparison[quantity].dropna()
+        bar = BARS[quantity]
+        assert int(m.group(5)) == round(bar * 100), row
+        shown = [float(m.group(i)) for i in (1, 2, 3)]
+        assert shown == pytest.approx([np.median(r), r.min(), r.max()], abs=0.005 + 1e-9), (quantity, shown)
+        assert int(m.group(4)) == round(100 * float((np.abs(r - 1) <= bar).mean())), (quantity, row)
