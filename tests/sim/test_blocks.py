@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import SCENARIOS
+from tests.sim.test_kpi_regression import _FULL, _QUICK_EVENTS
 from twin.export.dataset import build_tree
 from twin.scenario import load_scenario
 from twin.sim.driver import Simulation
@@ -23,6 +24,12 @@ CASES = {
     "quickstart": ("quickstart.yaml", {"time": {"duration": "11 min"}}),
     "cdu-pump-trip": ("cdu-pump-trip.yaml", {"time": {"duration": "11 min"}}),
     "training-swings": ("training-swings.yaml", {"time": {"duration": "3 min"}}),
+    # every rack-level event of the quickstart, under full load so the PSU failure overloads
+    # its shelves: quiet blocks stop at each event, at the trip and while the pipes carry a
+    # set-point change, and resume after
+    "quickstart-events": ("quickstart.yaml", {"time": {"duration": "9 min"}, "events": _QUICK_EVENTS,
+                                              "workload": _FULL}),
+    "gb300-rack": ("gb300-rack.yaml", {"time": {"duration": "4 min"}}),
     "hall-1k": ("bench/hall-1k.yaml", {"time": {"duration": "2 min"},
                                        "events": [{"at": "37 s", "kind": "cdu_pump_trip", "target": "cdu-1",
                                                    "count": 1, "failover": False}]}),
@@ -34,9 +41,14 @@ def _sim(case):
     return Simulation(load_scenario(SCENARIOS / path, over))
 
 
+#: The cases the quiet-block path (twin.sim.block) takes; the others have a plant or jobs.
+QUIET = {"quickstart", "quickstart-events", "gb300-rack"}
+
+
 @pytest.mark.parametrize("case", list(CASES))
 def test_blocks_are_the_single_steps(case):
     a, b = _sim(case), _sim(case)
+    assert (b._quiet is not None) == (case in QUIET)
     while a.step_index < a.n_steps:
         a.advance(1)  # (as run does, with BLAS on the run loop's threads)
     a.run()  # (nothing left: finalises)

@@ -225,6 +225,18 @@ class SimpleCdu(CduComponent):
         if (self.supply_volume > 0).any():
             self._transport(self.pumps.volume(state["cdu.flow"]), dt)
 
+    def step_block(self, k: int, dt: float, q_in, state) -> dict:
+        """:meth:`step` for ``k`` steps at once with the flows and pumps steady and the supply
+        pipes holding water of the CDUs' outlet temperature (a quiet block,
+        :mod:`twin.sim.block`): ``q_in`` (k, CDUs) is each step's heat from the racks."""
+        flow = self.pumps.volume(state["cdu.flow"])
+        p_pump = self.pumps.power(flow, ~self.down)
+        if (self.supply_volume > 0).any():
+            self._transport(flow, dt)  # (steady pipes: what each of the k pushes leaves behind)
+        p_cooling = np.full((k, 1), float(p_pump.sum()))
+        return {"cdu.p_pump": np.broadcast_to(p_pump, (k,) + p_pump.shape), "cdu.q": q_in,
+                "facility.p_cooling": p_cooling}
+
     def _transport(self, flow, dt: float) -> None:
         """Push the supply the CDUs give over the next step through the supply pipes at the
         latest flow; the racks get what leaves them over that step (as with a plant,

@@ -267,6 +267,19 @@ class PowerChain(Component):
             state["facility.battery_empty"] = np.array([empty])
         tot.p_facility_peak = max(tot.p_facility_peak, float(p_it_sub.max()) + over_it)
 
+    def step_block(self, k: int, dt: float, p_it_sub, p_cooling, p_loss, state) -> dict:
+        """:meth:`step` for ``k`` steps at once without a modelled chain (facility power = IT +
+        cooling; a quiet block, :mod:`twin.sim.block`): ``p_it_sub`` (k, sub-steps, 1),
+        ``p_cooling`` (k, 1) and the racks' shelf losses ``p_loss`` (k, racks) of each step."""
+        if self.modelled:
+            raise ValueError("PowerChain.step_block: a modelled power chain steps per step")
+        p_it = p_it_sub[:, 0, 0] if p_it_sub.shape[1] == 1 else p_it_sub.mean(axis=1)[:, 0]
+        over_it = (p_it + p_cooling[:, 0]) - p_it
+        tot = self.totals
+        tot.p_facility_peak = max(tot.p_facility_peak, float((p_it_sub.max(axis=(1, 2)) + over_it).max()))
+        return {"facility.p_facility": p_it_sub + over_it[:, None, None],
+                "facility.p_loss": p_loss.sum(axis=1)[:, None] + 0.0}
+
     def apply(self, action) -> bool:
         start = action.what == "start"
         self.on_battery = start

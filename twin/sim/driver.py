@@ -15,6 +15,7 @@ The initial state is a steady state under the first step's demand: the sled netw
 from __future__ import annotations
 
 import math
+import os
 import time as wallclock
 from dataclasses import dataclass, field
 
@@ -25,6 +26,7 @@ from twin.power.kernels import choose as choose_kernel
 from twin.scenario.errors import FieldError
 from twin.scenario.loader import LoadedScenario
 from twin.sim.assembly import assemble
+from twin.sim.block import QuietBlocks
 from twin.sim.build import System, build_system
 from twin.sim.component import GROUPS, Schedule, State, step_mean
 from twin.sim.events import EventQueue
@@ -175,6 +177,9 @@ class Simulation:
         self.schedule = Schedule(self.components, self.h)
         self._check_event_owners()
         self.recorder = self._recorder(sink)
+        #: The quiet-block path (:mod:`twin.sim.block`), None where it does not apply;
+        #: ``TWIN_BLOCKS=0`` turns it off (every step through every component).
+        self._quiet = QuietBlocks.build(self) if os.environ.get("TWIN_BLOCKS", "1") != "0" else None
         if sink is not None:
             sink.sim = self
         self._initial_state()
@@ -355,9 +360,13 @@ class Simulation:
         k = 300 for a 5-minute control interval at a 1 s step). The k steps are taken in blocks
         between boundaries (:meth:`block_length`: a due event, a multi-rate component's update,
         the end of the run); each step is exactly what :meth:`step` does (events due,
-        components, energy counters), with BLAS held to the run loop's threads
-        (:mod:`twin.sim.threads`). ``each(state)``, when given, is called after every step (to
-        read the step's values, e.g. sums for an observation).
+        components, energy counters, to the bit), with BLAS held to the run loop's threads
+        (:mod:`twin.sim.threads`). In a quiet block (:mod:`twin.sim.block`: no plant, no jobs,
+        nothing unusual) the feedback loop — demand, chip power, sled temperatures, governors —
+        runs per step and the shelves, manifolds, CDUs, power chain, counters and recorder once
+        over the block. ``each(state)``, when given, is called with every step's values, in
+        order (to read them, e.g. sums for an observation; it must not change the state or
+        the controls — in a quiet block it is called once the block's steps are taken).
 
         With ``record=False`` the steps' values are not accumulated into the recorded series:
         the samples of the intervals they touch are NaN (missing) so every later sample keeps
@@ -394,35 +403,44 @@ class Simulation:
 
     def _steps(self, n: int, record: bool, each) -> None:
         """``n`` thermal steps (the caller keeps within the run), in blocks between boundaries."""
+        quiet = self._quiet
         while n > 0:
             if self.events.first_time < self.step_index * self.h + self.h:
                 self._apply_events()
             k = self.block_length(n)
+            if k > 1 and quiet is not None:
+                if quiet.ready():
+                    n -= quiet.run(k, record, each)
+                    continue
+                k = 1  # not quiet now: one step through every component, then look again
             self._block(k, record, each)
             n -= k
 
     def _block(self, k: int, record: bool, each) -> None:
         """``k`` thermal steps with no boundary after the first (:meth:`block_length`; the
-        events due at the first are applied)."""
+        events due at the first are applied), each through every component."""
         st, h, sched, timing = self.state, self.h, self.schedule, self.timing
-        energy, counters, recorder, tot = self.totals.energy, self._counters, self.recorder, self.totals
-        now = wallclock.perf_counter
         for _ in range(k):
-            t = self.step_index * h
-            sched.step(t, st, timing)
-            t1 = now()
-            for key in counters:
-                e = step_mean(st[key]) * h
-                energy[key] = e if energy[key] is None else energy[key] + e
-            if record:
-                recorder.add(st)
-            else:
-                recorder.skip(1)
-            tot.steps += 1
-            self.step_index += 1
-            timing["recording"] += now() - t1
-            if each is not None:
-                each(st)
+            sched.step(self.step_index * h, st, timing)
+            self._account(record, each)
+
+    def _account(self, record: bool, each) -> None:
+        """After a step: energy counters, the recorder, the step count, ``each(state)``."""
+        st, h, timing = self.state, self.h, self.timing
+        energy = self.totals.energy
+        t1 = wallclock.perf_counter()
+        for key in self._counters:
+            e = step_mean(st[key]) * h
+            energy[key] = e if energy[key] is None else energy[key] + e
+        if record:
+            self.recorder.add(st)
+        else:
+            self.recorder.skip(1)
+        self.totals.steps += 1
+        self.step_index += 1
+        timing["recording"] += wallclock.perf_counter() - t1
+        if each is not None:
+            each(st)
 
     def run(self, progress=None, pace=None) -> Totals:
         """Run all steps. ``progress(done_steps, n_steps)`` is called about every 0.2 s of wall time.

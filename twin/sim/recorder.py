@@ -161,40 +161,67 @@ class Recorder:
 
     def add(self, state) -> None:
         """Add one thermal step; ``state["group.variable"]`` holds each value."""
+        for g in self.groups.values():
+            self._add(g, state)
+
+    def add_block(self, n: int, block: dict, state, view) -> None:
+        """Add ``n`` thermal steps at once: ``block[key]`` holds the steps' values of a key with
+        a leading axis of ``n``, ``state[key]`` the others (the same every step); ``view`` is a
+        mapping of one step's values whose attribute ``j`` selects the step (for the groups that
+        accumulate several steps into a sample, added step by step). The samples are those
+        ``n`` calls of :meth:`add` give, to the bit."""
         n_sub = self.n_sub
         for g in self.groups.values():
-            if g.every == n_sub and g.room > 0:  # one sample per step: no accumulation
-                row = g.filled
-                g.buf[: g.n_vars, row] = g.rows(state, n_sub, "sample")
-                if g.derived:
-                    self._derive(g, slice(row, row + 1))
-                g.filled += 1
-                self._maybe_flush(g)
-            elif g.every >= n_sub:
-                step = g.rows(state, n_sub, "sum")
+            if g.every != n_sub:
+                for j in range(n):
+                    view.j = j
+                    self._add(g, view)
+                continue
+            rows = np.empty((g.n_vars, n, g.n_entities))
+            for i, key in enumerate(g.keys):
+                v = block.get(key)
+                if v is None:  # the same every step
+                    v = np.asarray(state[key])[None]
+                if v.ndim == 3:  # per sub-step: the step's mean (a categorical variable: its last)
+                    v = v[:, -1] if g.vars[i] in g.last_vars else v[:, 0] if n_sub == 1 else v.mean(axis=1)
+                rows[i] = v
+            self._emit(g, rows)
+
+    def _add(self, g: _Group, state) -> None:
+        """Add one thermal step to group ``g``."""
+        n_sub = self.n_sub
+        if g.every == n_sub and g.room > 0:  # one sample per step: no accumulation
+            row = g.filled
+            g.buf[: g.n_vars, row] = g.rows(state, n_sub, "sample")
+            if g.derived:
+                self._derive(g, slice(row, row + 1))
+            g.filled += 1
+            self._maybe_flush(g)
+        elif g.every >= n_sub:
+            step = g.rows(state, n_sub, "sum")
+            if g.last_index.size:
+                g.acc_buf[g.last_index] = step[g.last_index]
+                step[g.last_index] = 0.0
+            g.acc_buf += step
+            g.count += n_sub
+            if g.count >= g.every:
+                sample = g.acc_buf / g.every
                 if g.last_index.size:
-                    g.acc_buf[g.last_index] = step[g.last_index]
-                    step[g.last_index] = 0.0
-                g.acc_buf += step
-                g.count += n_sub
-                if g.count >= g.every:
-                    sample = g.acc_buf / g.every
-                    if g.last_index.size:
-                        sample[g.last_index] = g.acc_buf[g.last_index]
-                    self._emit(g, sample[:, None, :])
-                    g.acc_buf[:] = 0.0
-                    g.count = 0
-            else:
-                k = n_sub // g.every
-                rows = np.empty((g.n_vars, k, g.n_entities))
-                for i, (v, key) in enumerate(zip(g.vars, g.keys)):
-                    value = state[key]
-                    if np.ndim(value) == 2:
-                        blocks = value.reshape(k, g.every, g.n_entities)
-                        rows[i] = blocks[:, -1] if v in g.last_vars else blocks.mean(axis=1)
-                    else:
-                        rows[i] = value
-                self._emit(g, rows)
+                    sample[g.last_index] = g.acc_buf[g.last_index]
+                self._emit(g, sample[:, None, :])
+                g.acc_buf[:] = 0.0
+                g.count = 0
+        else:
+            k = n_sub // g.every
+            rows = np.empty((g.n_vars, k, g.n_entities))
+            for i, (v, key) in enumerate(zip(g.vars, g.keys)):
+                value = state[key]
+                if np.ndim(value) == 2:
+                    blocks = value.reshape(k, g.every, g.n_entities)
+                    rows[i] = blocks[:, -1] if v in g.last_vars else blocks.mean(axis=1)
+                else:
+                    rows[i] = value
+            self._emit(g, rows)
 
     def skip(self, n_steps: int) -> None:
         """Pass over ``n_steps`` thermal steps without their values: every sample of an interval

@@ -213,16 +213,7 @@ class RackThermal(Component):
             self._dark = bool(unpowered.any())
         self.update(state)
         sy, tot = self.sy, self.totals
-        p_dev = state["device.p_step"]
-        t_cool = np.empty(sy.sled_name.size)
-        t_air = np.empty(sy.sled_name.size)
-        for i, g in enumerate(sy.groups):
-            dev, sleds = self._devices[i], self._sleds[i]
-            self.T[i], fluid = self.integrator.step(i, self.T[i], self.q_base[i], _take(p_dev, dev))
-            _put(self.t_die, dev, self.T[i][:, : g.k])
-            _put(t_cool, sleds, fluid[:, 0])
-            _put(t_air, sleds, fluid[:, 1])
-
+        t_cool, t_air = self.integrate(state)
         q_liq = sy.rack_sum(self.mc_cp * (t_cool - self.sled_supply))
         q_air = sy.rack_sum(self.ma_cp * (t_air - self.t_cold_aisle)) + state["rack.p_loss"]
         rack_m_c = self.rack_m_coolant
@@ -257,7 +248,47 @@ class RackThermal(Component):
         state["facility.q_air"] = np.array([q_room])
         tot.e_liquid += q_liq.sum() * dt
         tot.e_air += q_room * dt
+
+
+    def integrate(self, state):
+        """Integrate the sled networks over the step with the step-mean device power (the die
+        temperatures are updated in place); returns the sleds' step-mean coolant and air
+        temperatures [degC]."""
+        sy = self.sy
+        p_dev = state["device.p_step"]
+        t_cool = np.empty(sy.sled_name.size)
+        t_air = np.empty(sy.sled_name.size)
+        for i, g in enumerate(sy.groups):
+            dev, sleds = self._devices[i], self._sleds[i]
+            self.T[i], fluid = self.integrator.step(i, self.T[i], self.q_base[i], _take(p_dev, dev))
+            _put(self.t_die, dev, self.T[i][:, : g.k])
+            _put(t_cool, sleds, fluid[:, 0])
+            _put(t_air, sleds, fluid[:, 1])
         np.maximum(self.t_die_peak, self.t_die, out=self.t_die_peak)
+        return t_cool, t_air
+
+    def step_block(self, k: int, dt: float, t_cool, t_air, p_loss, state) -> dict:
+        """The outputs of :meth:`step` for ``k`` steps at once from each step's sled fluid
+        temperatures ``t_cool``, ``t_air`` (k, sleds) and shelf losses ``p_loss`` (k, racks),
+        every rack powered and every flow on (a quiet block, :mod:`twin.sim.block`); same
+        operations, same order, same bits as :meth:`step`."""
+        sy, tot = self.sy, self.totals
+        q_liq = np.add.reduceat(self.mc_cp * (t_cool - self.sled_supply), sy.rack_sled_start, axis=1)
+        q_air = np.add.reduceat(self.ma_cp * (t_air - self.t_cold_aisle), sy.rack_sled_start, axis=1) + p_loss
+        cdu_q = np.stack([np.bincount(sy.rack_cdu, weights=q, minlength=sy.cdu_name.size) for q in q_liq])
+        t_return = self.rack_supply + q_liq / self.rack_mc_cp
+        cdu_return = self.cdu_supply + cdu_q / self.cdu_mc_cp
+        mixed = self.t_cold_aisle + q_air / self.rack_ma_cp
+        q_room = q_air.sum(axis=1) + state["facility.p_network"][0]
+        for q, r in zip(q_liq.sum(axis=1), q_room):
+            tot.e_liquid += q * dt
+            tot.e_air += float(r) * dt
+        out = {key: np.broadcast_to(v, (k,) + v.shape) for key, v in self.constant.items()}
+        out.update({"sled.t_coolant_out": np.where(self.m_coolant > 0, t_cool, np.nan), "sled.t_air_out": t_air,
+                    "rack.t_coolant_return": t_return, "rack.t_air_out": mixed, "rack.q_liquid": q_liq,
+                    "rack.q_air": q_air, "cdu.t_return": cdu_return, "cdu.q_in": cdu_q,
+                    "facility.q_air": q_room[:, None]})
+        return out
 
 
 def _contiguous(index: np.ndarray):
