@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import SCENARIOS
-from twin.power.kernels import COMPILED_MIN_DEVICES, NumpyKernel, choose
+from twin.power.kernels import COMPILED_MIN_DEVICES, COMPILED_MIN_STEPS, NumpyKernel, choose
 from twin.scenario import load_scenario
 from twin.scenario.errors import ScenarioError
 
@@ -127,7 +127,11 @@ def test_choice(monkeypatch):
     monkeypatch.delenv("TWIN_KERNEL", raising=False)
     assert choose(COMPILED_MIN_DEVICES - 1) == "numpy"  # small systems: not worth numba's import
     assert choose(COMPILED_MIN_DEVICES) == "numba"
+    # long runs: numba's load is paid back by the steps whatever the size; short ones keep numpy
+    assert choose(290, n_steps=COMPILED_MIN_STEPS - 1) == "numpy"
+    assert choose(290, n_steps=COMPILED_MIN_STEPS) == "numba"
     assert choose(10, "numba") == "numba"
+    assert choose(10, "numpy", n_steps=10**7) == "numpy"
     monkeypatch.setenv("TWIN_KERNEL", "numpy")
     assert choose(10**6) == "numpy"
     monkeypatch.setenv("TWIN_KERNEL", "cuda")

@@ -16,8 +16,9 @@ per step and to 1e-6 over a run (tests/power/test_kernels.py).
 
 The kernel is chosen once, when the simulation is built (:func:`choose`): ``TWIN_KERNEL`` =
 ``numpy`` or ``numba`` forces one; by default (``auto``) systems of at least
-:data:`COMPILED_MIN_DEVICES` devices use ``numba`` when it is installed — below that, importing
-numba and loading its compiled code costs more than it saves.
+:data:`COMPILED_MIN_DEVICES` devices and runs of at least :data:`COMPILED_MIN_STEPS` thermal
+steps use ``numba`` when it is installed — below both, importing numba and loading its compiled
+code costs more than it saves.
 """
 
 from __future__ import annotations
@@ -43,6 +44,13 @@ ENV = "TWIN_KERNEL"
 #: Devices from which ``auto`` picks the compiled kernel (numba's import and cache load take
 #: ~0.5 s of CPU; the compiled step saves ~10-20 µs per thousand devices and step).
 COMPILED_MIN_DEVICES = 2000
+#: Thermal steps from which ``auto`` picks the compiled kernel whatever the system's size: one
+#: compiled call in place of the ~30 numpy calls of the reference saves ~100-200 µs of CPU per
+#: step even for a few hundred devices (the quickstart's quiet blocks, twin.sim.block: 605 →
+#: 410 µs per step, measured on a loaded 2-core machine), against ~0.75 s of CPU to import numba
+#: and load its cached code (~3.7 s the first time, when it compiles): a day at 1 s (86,400
+#: steps) gains ~10 s; the short runs of the tests and sweeps keep the numpy reference.
+COMPILED_MIN_STEPS = 50_000
 
 
 class NumpyKernel:
@@ -249,9 +257,10 @@ def numba_available() -> bool:
     return True
 
 
-def choose(n_devices: int, name: str | None = None) -> str:
-    """The kernel for a system of ``n_devices``: ``name`` or ``TWIN_KERNEL`` if given (``auto``
-    when neither is), else numba for large systems when it is installed.
+def choose(n_devices: int, name: str | None = None, n_steps: int = 0) -> str:
+    """The kernel for a system of ``n_devices`` run for ``n_steps`` thermal steps: ``name`` or
+    ``TWIN_KERNEL`` if given (``auto`` when neither is), else numba for large systems
+    (:data:`COMPILED_MIN_DEVICES`) or long runs (:data:`COMPILED_MIN_STEPS`) when it is installed.
 
     Raises
     ------
@@ -264,7 +273,8 @@ def choose(n_devices: int, name: str | None = None) -> str:
     from_env = not name
     name = (name or os.environ.get(ENV, "") or "auto").strip().lower()
     if name == "auto":
-        return "numba" if n_devices >= COMPILED_MIN_DEVICES and numba_available() else "numpy"
+        big = n_devices >= COMPILED_MIN_DEVICES or n_steps >= COMPILED_MIN_STEPS
+        return "numba" if big and numba_available() else "numpy"
     why = None
     if name not in KERNELS:
         why = f"unknown kernel '{name}' (allowed: auto, {', '.join(KERNELS)})"

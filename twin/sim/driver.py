@@ -154,7 +154,7 @@ class Simulation:
         self.h = sc.time.step
         self.n_steps = max(1, int(round(sc.time.duration / self.h)))
         self.solver = solver
-        self.kernel = choose_kernel(self.system.n_devices, kernel)
+        self.kernel = choose_kernel(self.system.n_devices, kernel, self.n_steps)
         self.blas_threads = blas_threads()  # BLAS threads while stepping (TWIN_BLAS_THREADS)
         try:
             check_recorded(sc)
