@@ -97,30 +97,37 @@ class QuietBlocks:
         t_cool, t_air = [], []
         now = perf_counter
         t_a = now()
-        taken, tripping = 0, False
-        for j in range(k):
-            t = (i0 + j) * h
-            demand.step(t, h, st)
-            chips.step(t, h, st)
-            # the shelves' over-current test of this step (as Shelves.step): a trip ends the block
-            p_dc_sub = np.add.reduceat(st["sled.p_devices"] + fixed, sy.rack_sled_start, axis=1)
-            if (p_dc_sub.max(axis=0) > capacity).any():
-                tripping = True
-                break
-            tc, ta = racks.integrate(st)
-            governors.step(t, h, st)
-            for key, values in loop.items():
-                values.append(st[key])
-            loop["device.t_die"][-1] = racks.t_die.copy()  # (updated in place each step)
-            t_cool.append(tc)
-            t_air.append(ta)
-            taken += 1
+        taken, tripping, stop = 0, False, None
+        try:
+            for j in range(k):
+                t = (i0 + j) * h
+                demand.step(t, h, st)
+                chips.step(t, h, st)
+                # the shelves' over-current test of this step (as Shelves.step): a trip ends the block
+                p_dc_sub = np.add.reduceat(st["sled.p_devices"] + fixed, sy.rack_sled_start, axis=1)
+                if (p_dc_sub.max(axis=0) > capacity).any():
+                    tripping = True
+                    break
+                tc, ta = racks.integrate(st)
+                governors.step(t, h, st)
+                for key, values in loop.items():
+                    values.append(st[key])
+                loop["device.t_die"][-1] = racks.t_die.copy()  # (updated in place each step)
+                t_cool.append(tc)
+                t_air.append(ta)
+                taken += 1
+        except KeyboardInterrupt as exc:  # an interrupt: the steps taken are accounted and recorded
+            stop, tripping = exc, False
+            for values in (*loop.values(), t_cool, t_air):  # (caught between a step's appends)
+                del values[taken:]
         sim.timing["power"] += now() - t_a
         if taken:
             partial = {key: st[key] for c in (demand, chips) for key in (v.key for v in c.outputs)}
             self._downstream(taken, record, each, loop, t_cool, t_air)
             if tripping:
                 st.update(partial)
+        if stop is not None:
+            raise stop
         if tripping:  # finish the step per step from the shelves on
             t = sim.step_index * h
             for c in sim.components[sim.components.index(self.shelves):]:
