@@ -36,6 +36,8 @@ def main() -> None:
     ap.add_argument("--no-mpc", action="store_true", help="skip the model-predictive controller")
     ap.add_argument("--horizon", type=int, action="append", help="model-predictive horizons [intervals] (default 6)")
     ap.add_argument("--scenario", choices=list(CASES), default="leesburg")
+    ap.add_argument("--mpc-only", action="store_true",
+                    help="only the model-predictive episodes (their change against fixed is then not printed)")
     ap.add_argument("--blind-rule", action="store_true",
                     help="add the rule-based controller blind to the free-cooling boundary (RuleBased(boundary=False))")
     args = ap.parse_args()
@@ -44,9 +46,10 @@ def main() -> None:
     for c in mpc:
         c.name = f"model-predictive h={c.horizon}"
     blind = [RuleBased(boundary=False)] if args.blind_rule else []
-    df = evaluate([path], [Fixed(), RuleBased(), *blind, *mpc], overrides=overrides or None)
+    first = [] if args.mpc_only else [Fixed(), RuleBased(), *blind]
+    df = evaluate([path], [*first, *mpc], overrides=overrides or None)
     df["facility MWh"] = df.energy_facility_J / 3.6e9
-    fixed = df.energy_facility_J.iloc[0]
+    fixed = df.energy_facility_J.iloc[0] if first else float("nan")
     df["vs fixed"] = [f"{100 * (e / fixed - 1):+.2f} %" for e in df.energy_facility_J]
     print(df[COLUMNS + ["vs fixed"]].round(4).to_string(index=False))
 
