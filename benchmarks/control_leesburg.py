@@ -4,7 +4,8 @@ design days.
 Runs :class:`~twin.control.controllers.Fixed` (the scenario's set-points held: 32 degC facility
 water and 36 degC CDU supply on ``scenarios/control-leesburg.yaml``),
 :class:`~twin.control.controllers.RuleBased` and, unless ``--no-mpc``,
-:class:`~twin.control.controllers.ModelPredictive` (one episode per ``--horizon``) over the whole
+:class:`~twin.control.controllers.ModelPredictive` (one episode per ``--horizon``; ``--mpc-only``
+runs these alone) over the whole
 scenario (a year of hourly intervals) or ``--start``/``--duration``, and prints facility energy,
 the change against fixed, PUE, throttled device-seconds, goodput, the hottest die, chiller hours,
 the reward's cost and the CPU time of each episode (user + system, ``resource.getrusage``).
