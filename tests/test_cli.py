@@ -184,3 +184,12 @@ def test_readme_fabrics_table_is_the_catalogue():
             bw = float(re.match(r"([\d.]+)", cells[3]).group(1)) * (1e12 if "TB/s" in cells[3] else 1e9)
             assert bw == pytest.approx(fab.bandwidth.si, rel=1e-9), row
             assert int(cells[5]) == fab.domain_size.value, row
+
+
+def test_readme_scenario_format_is_the_quickstart():
+    """The annotated scenario in the README's Scenario format section is scenarios/quickstart.yaml
+    (the same YAML once comments are dropped), so the summary it is shown with is its own."""
+    import yaml
+
+    shown = yaml.safe_load(_readme_block("## Scenario format", "```yaml"))
+    assert shown == yaml.safe_load((SCENARIOS / "quickstart.yaml").read_text())
