@@ -18,11 +18,13 @@ from twin.scenario import load_scenario
 from twin.sim.driver import Simulation
 
 #: Short spans that still cross each scenario's boundaries: the quickstart's idle → swing change
-#: (10 min), the pump trip (10 min) with a 100 ms workload step and checkpoints, the training
+#: (10 min), the pump trip (moved to 20 s) with a 100 ms workload step and a job, the training
 #: swings' sub-second power, and the hall's plant updating every 10 steps with jobs and events.
 CASES = {
     "quickstart": ("quickstart.yaml", {"time": {"duration": "11 min"}}),
-    "cdu-pump-trip": ("cdu-pump-trip.yaml", {"time": {"duration": "11 min"}}),
+    "cdu-pump-trip": ("cdu-pump-trip.yaml", {"time": {"duration": "1 min"},
+                                             "events": [{"at": "20 s", "kind": "cdu_pump_trip", "target": "cdu-1",
+                                                         "count": 2, "failover": False}]}),
     "training-swings": ("training-swings.yaml", {"time": {"duration": "3 min"}}),
     # every rack-level event of the quickstart, under full load so the PSU failure overloads
     # its shelves: quiet blocks stop at each event, at the trip and while the pipes carry a
