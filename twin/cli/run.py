@@ -85,7 +85,7 @@ def run(
             if stream is not None:
                 stream.finish(interrupted)
             else:
-                write_tree(build_tree(sim, interrupted=interrupted), path)
+                write_tree(build_tree(sim, interrupted=interrupted, index=False), path)
         except Exception as exc:
             if stream is not None:
                 stream.abort()

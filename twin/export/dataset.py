@@ -250,7 +250,9 @@ def root_attrs(sim, interrupted: bool = False) -> dict:
     return attrs
 
 
-def build_tree(sim, interrupted: bool = False) -> xr.DataTree:
-    """The result tree of ``sim`` held in memory: one group per recorded level."""
-    children = {f"/{g}": group_dataset(sim, g, v) for g, v in sim.recorder.snapshot().items()}
+def build_tree(sim, interrupted: bool = False, index: bool = True) -> xr.DataTree:
+    """The result tree of ``sim`` held in memory: one group per recorded level.
+
+    ``index=False`` for a tree that is only written to a file (see :func:`group_dataset`)."""
+    children = {f"/{g}": group_dataset(sim, g, v, index=index) for g, v in sim.recorder.snapshot().items()}
     return xr.DataTree.from_dict({"/": xr.Dataset(attrs=root_attrs(sim, interrupted)), **children})
