@@ -79,6 +79,7 @@ def test_fast_units_keep_pints_errors(text, dim, match):
 
 @pytest.mark.parametrize("text, dimension", [
     ("1e3J", "energy"), ("0.011/K", "per_kelvin"), ("2j", "energy"), ("1.5 L / min", "volume_flow"),
+    ("007 W", "power"), ("+5 W", "power"), ("05.5 kW", "power"),
 ])
 def test_fast_units_leave_the_unusual_to_pint(text, dimension):
     """Text pint tokenizes differently (a complex literal, a number running into '1/K') or that

@@ -178,6 +178,9 @@ FAST_UNITS: dict[str, dict[str, float]] = {
 _FAST = re.compile(r"\s*([+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)"
                    r"(?:\s+((?:1/)?[A-Za-z][A-Za-z/*0-9]*)|([A-DF-IK-Za-df-ik-z][A-Za-z/*0-9]*)|)\s*")
 
+#: An integer with leading zeros ("007"): Python's tokenizer, and so pint, does not read it as 7.
+_LEADING_ZERO = re.compile(r"[+-]?0[0-9]+")
+
 
 @functools.lru_cache(maxsize=4096)
 def _parse(text: str | float | int, dimension: str) -> float:
@@ -191,7 +194,7 @@ def _parse(text: str | float | int, dimension: str) -> float:
     if not text.strip():
         raise QuantityError(f"expected a {dimension.replace('_', ' ')} such as '{_example(dimension)}'")
     fast = _FAST.fullmatch(text)
-    if fast is not None:
+    if fast is not None and not _LEADING_ZERO.fullmatch(fast.group(1)):
         factor = FAST_UNITS.get(dimension, {}).get(fast.group(2) or fast.group(3) or "")
         if factor is not None:
             value = float(fast.group(1))
