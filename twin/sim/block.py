@@ -88,6 +88,8 @@ class QuietBlocks:
         is called with each step's values, in order, once the block's steps are taken."""
         sim = self.sim
         st, h = sim.state, sim.h
+        if record:  # a streamed buffer flushes on the block's last step or not at all
+            k = min(k, sim.recorder.steps_to_flush() or k)
         demand, chips, racks, governors = self.demand, self.chips, self.racks, self.governors
         sy = sim.system
         fixed = sy.sled_overhead + st["sled.p_fan"]
@@ -168,17 +170,21 @@ class QuietBlocks:
                 e = step_mean(per_step[j]) * h
                 acc = e if acc is None else acc + e
             energy[key] = acc
+        # the steps before the last are taken before the recorder sees them: a flush that fails on
+        # the last step leaves the step count where the per-step path leaves it
+        tot.steps += n - 1
+        sim.step_index += n - 1
         if record:
             sim.recorder.add_block(n, block, st, _StepView(st, block))
         else:
             sim.recorder.skip(n)
+        tot.steps += 1
+        sim.step_index += 1
         if each is not None:
             view = _StepView(st, block)
             for j in range(n):
                 view.j = j
                 each(view)
-        tot.steps += n
-        sim.step_index += n
         sim.schedule._count += n
         timing["integration"] += t_c - t_b
         timing["recording"] += now() - t_c

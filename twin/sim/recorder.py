@@ -164,12 +164,42 @@ class Recorder:
         for g in self.groups.values():
             self._add(g, state)
 
+    def steps_to_flush(self) -> int | None:
+        """Thermal steps until the first streamed buffer fills, counting the step that fills
+        it (a lower bound, at least 1); None without a sink. A block of at most this many
+        steps flushes on its last step or not at all, as :meth:`add_block` needs."""
+        if self.sink is None:
+            return None
+        n_sub, best = self.n_sub, None
+        for g in self.groups.values():
+            room = max(1, g.capacity - g.filled)
+            if g.every == n_sub:  # a sample a step
+                k = room
+            elif g.every > n_sub:  # a sample every ⌈every/n_sub⌉ steps (the count restarts at 0)
+                k = max(1, (g.every - g.count) // n_sub) + (room - 1) * (g.every // n_sub)
+            else:  # n_sub/every samples a step
+                k = max(1, room * g.every // n_sub)
+            best = k if best is None else min(best, k)
+        return best
+
     def add_block(self, n: int, block: dict, state, view) -> None:
         """Add ``n`` thermal steps at once: ``block[key]`` holds the steps' values of a key with
         a leading axis of ``n``, ``state[key]`` the others (the same every step); ``view`` is a
         mapping of one step's values whose attribute ``j`` selects the step (for the groups that
         accumulate several steps into a sample, added step by step). The samples are those
-        ``n`` calls of :meth:`add` give, to the bit."""
+        ``n`` calls of :meth:`add` give, to the bit.
+
+        With a sink, the block's last step is added to every group after the steps before it
+        (the block ends at the first flush, :meth:`steps_to_flush`), so a flush that fails leaves
+        every group holding the same steps as the per-step path would."""
+        if self.sink is not None and n > 1:
+            self._add_block(n - 1, {key: v[: n - 1] for key, v in block.items()}, state, view)
+            view.j = n - 1
+            self.add(view)
+            return
+        self._add_block(n, block, state, view)
+
+    def _add_block(self, n: int, block: dict, state, view) -> None:
         n_sub = self.n_sub
         for g in self.groups.values():
             if g.every != n_sub:
