@@ -127,6 +127,16 @@ def test_model_predictive_picks_the_best_rolled_out_return():
     assert returns[chosen["facility.t_facility_supply_set"][0] - held] == best
 
 
+def _rule_step(env, rule, t_out, economiser):
+    """One decision of ``rule`` with the dies at 60 degC and the given outdoor dry bulb and
+    economiser mode, applied to ``env``; returns the action."""
+    obs = {"device.t_die": np.array([60.0]), "facility.economiser": np.array([economiser]),
+           "facility.t_outdoor": np.array([t_out])}
+    action = rule(obs, env)
+    env.apply(action)
+    return action
+
+
 def test_rule_based_learns_the_free_cooling_boundary():
     """Lowering from full free cooling until the chiller starts teaches the rule the offset over
     the outdoor dry bulb below which free cooling fails (b = T − t + step at the start): it
@@ -136,10 +146,7 @@ def test_rule_based_learns_the_free_cooling_boundary():
     rule.reset(env)
 
     def step(t_out, economiser):
-        obs = {"device.t_die": np.array([60.0]), "facility.economiser": np.array([economiser]),
-               "facility.t_outdoor": np.array([t_out])}
-        action = rule(obs, env)
-        env.apply(action)
+        action = _rule_step(env, rule, t_out, economiser)
         assert action["cdu.t_supply_set"][0] - action["facility.t_facility_supply_set"][0] == 4.0
         return float(action["facility.t_facility_supply_set"][0])
 
@@ -159,11 +166,7 @@ def test_rule_blind_to_the_boundary_crosses_it_back_and_forth():
     rule.reset(env)
 
     def step(t_out, economiser):
-        obs = {"device.t_die": np.array([60.0]), "facility.economiser": np.array([economiser]),
-               "facility.t_outdoor": np.array([t_out])}
-        action = rule(obs, env)
-        env.apply(action)
-        return float(action["facility.t_facility_supply_set"][0])
+        return float(_rule_step(env, rule, t_out, economiser)["facility.t_facility_supply_set"][0])
 
     assert [step(25.0, 2.0) for _ in range(3)] == [31.0, 30.0, 29.0]
     assert step(25.0, 1.0) == 30.0 and rule.floor == -np.inf  # chiller: up one step, nothing learned
