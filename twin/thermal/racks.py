@@ -249,7 +249,6 @@ class RackThermal(Component):
         tot.e_liquid += q_liq.sum() * dt
         tot.e_air += q_room * dt
 
-
     def integrate(self, state):
         """Integrate the sled networks over the step with the step-mean device power (the die
         temperatures are updated in place); returns the sleds' step-mean coolant and air
