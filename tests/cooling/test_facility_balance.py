@@ -109,6 +109,14 @@ def test_phoenix_electrical_overhead_above_4_percent_for_sourced_reasons(phoenix
     alt = float(transformer_losses(s * tr.rating.si, tr.rating.si, l50 / 4, 0.75 * l50 / 0.25).sum()) / e_it
     assert alt == pytest.approx(0.0061, abs=5e-5)
     assert alt + share["p_ups_loss"] + share["p_busway_loss"] == pytest.approx(0.0413, abs=5e-5)
+    # the estimated split against a published conventional 1,000 kVA unit (1,340 W no-load,
+    # 12,500 W load loss: 30 % of its half-load losses in the core), to 5 points of share
+    assert tr.no_load_loss.si / l50 == pytest.approx(1340 / (1340 + 0.25 * 12500), abs=0.05)
+    # an amorphous core (75 % less core loss, same windings) would bring the chain to 3.92 %:
+    # the README's "what would settle it" for the transformer, to half of its last digit
+    amorphous = float(transformer_losses(s * tr.rating.si, tr.rating.si, 0.25 * tr.no_load_loss.si,
+                                         tr.load_loss.si).sum()) / e_it
+    assert amorphous + share["p_ups_loss"] + share["p_busway_loss"] == pytest.approx(0.0392, abs=5e-5)
 
 
 def test_facility_heat_balance_closes_over_a_day(phoenix_day):
