@@ -271,13 +271,14 @@ def test_step_holds_blas_to_the_run_loops_threads(monkeypatch):
     env = FacilityEnv(QUICK, overrides={"time": {"duration": "10 s"}})
     env.reset()
     seen = []
-    after_step = env.account.after_step
+    governors = env.sim.governors
+    governors_step = governors.step
 
-    def spy(state):  # called after each thermal step, inside the interval's advance
+    def spy(t, dt, state):  # each thermal step, inside the interval's advance
         seen.append(blas_now())
-        after_step(state)
+        governors_step(t, dt, state)
 
-    env.account.after_step = spy
+    governors.step = spy
     env.step(env.hold_action())
     assert len(seen) == 10
     assert seen and all(s == [1] * len(before) for s in seen)

@@ -63,7 +63,9 @@ def test_blocks_are_the_single_steps(case):
             np.testing.assert_array_equal(var.values, tb[group][name].values, err_msg=f"{case} {group}.{name}")
     for key, e in a.totals.energy.items():
         np.testing.assert_array_equal(e, b.totals.energy[key], err_msg=key)
-    for f in ("e_device", "e_dc", "e_liquid", "e_air", "t_die_max", "stored_end", "throttled_device_seconds"):
+    for f in ("e_device", "e_dc", "e_liquid", "e_air", "t_die_max", "stored_end", "throttled_device_seconds",
+              "demand_device_seconds", "lost_work_device_seconds", "tripped_seconds", "cold_aisle_excursion_seconds",
+              "p_facility_over_limit_seconds"):
         assert getattr(a.totals, f) == getattr(b.totals, f), f
     assert a.event_log == b.event_log
 

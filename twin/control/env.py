@@ -5,8 +5,10 @@ a control interval (``control.interval``, default 5 min) at a time. Actions set 
 system's components declare (set-points, limits, modes, job admission and placement), held
 through the interval; observations are the declared outputs an operator's telemetry shows, read
 at the interval's end (powers as exact interval means from the energy counters, the dies as
-their interval peak: :class:`~twin.control.spaces.Observation`); the reward is minus the interval's cost (:mod:`twin.control.reward`)
-and ``info`` holds the interval's KPIs. An episode is the scenario's run: it is truncated at the
+their interval peak: :class:`~twin.control.spaces.Observation`); the reward is minus the
+interval's cost (:mod:`twin.control.reward`) and ``info`` holds the interval's KPIs, both
+read from the simulation's totals at the interval's two ends (the environment does nothing
+per thermal step). An episode is the scenario's run: it is truncated at the
 scenario's end and never terminated. With every action holding the values in force
 (:meth:`FacilityEnv.hold_action`), an episode is the plain ``twin run`` step for step.
 """
@@ -87,8 +89,7 @@ class FacilityEnv(gym.Env):
         except FieldError as exc:
             raise loaded.locate(exc) from None
         self._index = {a.key: sim.components.index(a.component) for a in self.actions}
-        self.account = IntervalAccount(sim, self.spec_control.reward, sc.electricity_price,
-                                       self.spec_control.p_facility_limit)
+        self.account = IntervalAccount(sim, self.spec_control.reward, sc.electricity_price)
         self.action_space = spaces.Dict({a.key: self._action_space(a) for a in self.actions})
         self.observation_space = spaces.Dict(self._observation_spaces())
         self.metadata = {**type(self).metadata, **self._describe()}
@@ -183,7 +184,7 @@ class FacilityEnv(gym.Env):
             o.start(sim)
         peak.open(sim)
         try:  # the interval's thermal steps, as `twin run` steps them (BLAS on its threads)
-            sim.advance(self.k, record=self.record, each=acc.after_step)
+            sim.advance(self.k, record=self.record)
         finally:
             peak.close(sim)
         obs = self._observe(sim, peak.device)

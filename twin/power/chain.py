@@ -111,6 +111,9 @@ class PowerChain(Component):
     module_management : float, optional
         Load limit of an active module under module management in double conversion
         (:func:`~twin.power.ups.ups_active_modules`; None: every module active).
+    p_facility_limit : float, optional
+        Facility power limit [W] (the scenario's ``control.p_facility_limit``): the time the
+        step-mean facility power is above it is counted in ``totals.p_facility_over_limit_seconds``.
 
     Notes
     -----
@@ -144,8 +147,9 @@ class PowerChain(Component):
     def __init__(self, design_it_power: float, ups=None, mode: str = "double_conversion",
                  transformer=None, totals=None, *, redundant: int = 1, power_factor: float = 0.95,
                  misc_fraction: float = 0.0, room_cooler=None, outdoor: bool = False,
-                 module_management: float | None = None):
+                 module_management: float | None = None, p_facility_limit: float | None = None):
         self.totals = totals
+        self.p_facility_limit = p_facility_limit
         self.modelled = ups is not None
         self.outputs = self.VARIABLES if self.modelled else (P_FACILITY, P_LOSS, PUE, BATTERY_EMPTY)
         self.inputs = PowerChain.inputs + (("facility.t_outdoor",) if outdoor and self.modelled else ())
@@ -266,6 +270,8 @@ class PowerChain(Component):
                 self.ride_through = t + dt - self.outage_start
             state["facility.battery_empty"] = np.array([empty])
         tot.p_facility_peak = max(tot.p_facility_peak, float(p_it_sub.max()) + over_it)
+        if self.p_facility_limit is not None and step_mean(state["facility.p_facility"])[0] > self.p_facility_limit:
+            tot.p_facility_over_limit_seconds += dt
 
     def step_block(self, k: int, dt: float, p_it_sub, p_cooling, p_loss, state) -> dict:
         """:meth:`step` for ``k`` steps at once without a modelled chain (facility power = IT +
@@ -277,8 +283,12 @@ class PowerChain(Component):
         over_it = (p_it + p_cooling[:, 0]) - p_it
         tot = self.totals
         tot.p_facility_peak = max(tot.p_facility_peak, float((p_it_sub.max(axis=(1, 2)) + over_it).max()))
-        return {"facility.p_facility": p_it_sub + over_it[:, None, None],
-                "facility.p_loss": p_loss.sum(axis=1)[:, None] + 0.0}
+        p_facility = p_it_sub + over_it[:, None, None]
+        if self.p_facility_limit is not None:
+            for p in p_facility:  # (each step as step compares it)
+                if step_mean(p)[0] > self.p_facility_limit:
+                    tot.p_facility_over_limit_seconds += dt
+        return {"facility.p_facility": p_facility, "facility.p_loss": p_loss.sum(axis=1)[:, None] + 0.0}
 
     def apply(self, action) -> bool:
         start = action.what == "start"

@@ -34,6 +34,9 @@ P_LIMIT = Var("device", "p_limit", "W", "device power limit in force", record=Fa
 SLED_P_DEVICES = Var("sled", "p_devices", "W", "device power of each sled (before board and fans)",
                      per_substep=True, record=False)
 RACK_CAPPED = Var("rack", "capped", "1", "fraction of the interval the rack's clocks were capped for a power limit")
+#: Chip roles that do compute work (the work counters of :class:`ChipPower`); the network's
+#: NICs and switches do none.
+COMPUTE_ROLES = ("accelerator", "cpu")
 #: Top of a power limit's control range relative to the design power of what it limits [1]
 #: (estimate: no rack draws twice its design power); a limit set at the top is no limit.
 LIMIT_RANGE_TOP = 2.0
@@ -54,6 +57,19 @@ class ChipPower(Component):
         Running totals (extra energy spent by floors and ramp limits, ``e_smoothing``).
     kernel : NumpyKernel or NumbaKernel, optional
         Computes the power (:mod:`twin.power.kernels`); default the numpy reference.
+    system : System, optional
+    compute : ndarray, optional
+        1 for each device that does compute work (:data:`COMPUTE_ROLES`), 0 for the network
+        [1] (default: every device).
+
+    Notes
+    -----
+    Besides the power it counts the compute work of the run in ``totals`` [device-s at full
+    clock]: each step adds Σ w·ū·h demanded (``demand_device_seconds``) and Σ w·ū·(1 − f·on)·h
+    lost (``lost_work_device_seconds``), with ū the step-mean demanded utilisation, f the
+    relative clock the step runs at, on 0 for a device that is off (tripped, or its rack
+    without power) and w the ``compute`` weight. The work done is the difference (Σ w·ū·f·on·h);
+    nothing lost is exactly 0.
     """
 
     inputs = ("device.u", "device.clock_limit", "device.tripped", "device.t_die", "device.repair",
@@ -62,9 +78,10 @@ class ChipPower(Component):
     outputs = (P, P_STEP, CLOCK, RACK_PSU_OVERLOAD, SLED_P_DEVICES)
     phase = "power"
 
-    def __init__(self, chip: dict, h_w: float, smoothing: bool, totals, kernel=None, system=None):
+    def __init__(self, chip: dict, h_w: float, smoothing: bool, totals, kernel=None, system=None, compute=None):
         self.sy = system
         self.chip = chip
+        self.compute = np.ones(chip["tdp"].size) if compute is None else np.asarray(compute, dtype=float)
         self.kernel = kernel if kernel is not None else NumpyKernel(chip)
         self.h_w = h_w
         self.smoothing = smoothing
@@ -89,8 +106,13 @@ class ChipPower(Component):
             on[repair] = True
             clock = clock.copy()
             clock[repair] = 1.0
-        p_sub = self.power(state["device.u"], clock, on, state["device.t_die"], state["device.held"],
-                           state["device.p_limit"])
+        u = state["device.u"]
+        p_sub = self.power(u, clock, on, state["device.t_die"], state["device.held"], state["device.p_limit"])
+        # compute work demanded and done this step (device-seconds at full clock)
+        uw = step_mean(u) * self.compute
+        tot = self.totals
+        tot.demand_device_seconds += float(uw.sum()) * dt
+        tot.lost_work_device_seconds += float((1.0 - (clock if on.all() else clock * on)) @ uw) * dt
         if self.smoothing:
             raw = p_sub
             p_sub = self._smooth(p_sub, on, state["device.p_floor"], state["device.ramp"])
@@ -160,7 +182,8 @@ class Governors(Component):
     system : System
         Built system (chip limits, rack and row power limits, device → rack/row maps).
     totals : Totals
-        Running totals (throttled device-seconds, capped rack-seconds, first throttle and trip).
+        Running totals (throttled device-seconds, capped rack-seconds, the time some device is
+        off: ``tripped_seconds``).
     kernel : NumpyKernel or NumbaKernel, optional
         Computes the power-limit clock (:mod:`twin.power.kernels`); default the numpy reference.
 
@@ -261,6 +284,7 @@ class Governors(Component):
             if self.first_trip == math.inf:
                 self.first_trip = t + dt
             self.ever_tripped |= off
+            tot.tripped_seconds += dt  # some device off after the step: a broken constraint
         n_thr = np.count_nonzero(throttled)
         state["device.throttled"] = throttled
         # (no device throttled, the usual case: the rack shares are the zeros the sums would give)

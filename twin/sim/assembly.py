@@ -16,7 +16,7 @@ from twin.cooling.cdu import SimpleCdu
 from twin.cooling.cdu_pumps import CduPumps
 from twin.network.component import NetworkPower
 from twin.power.chain import PowerChain, design_ac_power
-from twin.power.chips import ChipPower, Governors
+from twin.power.chips import COMPUTE_ROLES, ChipPower, Governors
 from twin.power.kernels import KERNELS
 from twin.power.shelves import Shelves
 from twin.scenario.errors import FieldError
@@ -67,17 +67,20 @@ def assemble(loaded: LoadedScenario, system: System, workload, totals, kernel: s
     sy, sc, tot = system, loaded.scenario, totals
     jobs = workload.jobs
     chip_kernel = KERNELS[kernel](sy.chip)
-    chips = ChipPower(sy.chip, workload.h_w, jobs is not None, tot, chip_kernel, system=sy)
+    roles = {name: chip.role for name, chip in loaded.catalog.chips.items()}
+    compute = np.array([roles[k] in COMPUTE_ROLES for k in sy.device_kind], dtype=float)
+    chips = ChipPower(sy.chip, workload.h_w, jobs is not None, tot, chip_kernel, system=sy, compute=compute)
     network = None
     if sc.network is not None:
         from twin.network.cluster import ScaleOutNetwork
 
         network = ScaleOutNetwork.build(sy, loaded.catalog, sc.network.scale_out)
     racks = RackThermal(sy, INTEGRATORS[solver](sy.groups, step), tot)
+    p_limit = sc.control.p_facility_limit if sc.control is not None else None
     plant = None
     if sc.plant is None:
         cooling = _cdus(loaded, sy)
-        chain = PowerChain(sy.design_it_power, totals=tot)
+        chain = PowerChain(sy.design_it_power, totals=tot, p_facility_limit=p_limit)
     else:
         cooling = plant = _plant(loaded, sy, step)
         cat = loaded.catalog
@@ -93,7 +96,8 @@ def assemble(loaded: LoadedScenario, system: System, workload, totals, kernel: s
                            redundant=pl.ups.redundant, power_factor=pl.transformer.power_factor,
                            misc_fraction=pl.misc_load, room_cooler=room, outdoor=True,
                            module_management=(pl.ups.module_management.max_load
-                                              if pl.ups.module_management is not None else None))
+                                              if pl.ups.module_management is not None else None),
+                           p_facility_limit=p_limit)
     governors = Governors(sy, tot, chip_kernel)
     demand = Demand(workload)
     components = [NetworkPower(network), demand, chips]

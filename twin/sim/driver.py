@@ -70,6 +70,17 @@ class Totals:
     t_die_max: float = -math.inf
     throttled_device_seconds: float = 0.0
     capped_rack_seconds: float = 0.0
+    # Compute work (accelerators and CPUs; ChipPower) [device-s at full clock]: Σ u·h demanded,
+    # and Σ u·(1 − f·on)·h lost to throttling, power limits and caps, and trips (the clock f
+    # below 1, or the device off); the work done is the difference.
+    demand_device_seconds: float = 0.0
+    lost_work_device_seconds: float = 0.0
+    # Time a constraint is broken [s]: some device off after the step (a shutdown trip or a
+    # rack without input power; Governors), the cold aisle outside the ASHRAE A1 allowable range
+    # (RackThermal), the facility power's step mean above ``control.p_facility_limit`` (PowerChain).
+    tripped_seconds: float = 0.0
+    cold_aisle_excursion_seconds: float = 0.0
+    p_facility_over_limit_seconds: float = 0.0
     devices_throttled: int = 0
     devices_tripped: int = 0
     steps: int = 0

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from twin.cooling.cdu import COLD_AISLE_RANGE
 from twin.sim.component import Component, Var
 from twin.sim.events import rack_targets
 from twin.units import CP_AIR, CP_WATER
@@ -54,7 +55,8 @@ class RackThermal(Component):
     integrator : Integrator
         ``INTEGRATORS[solver](system.groups, h)``.
     totals : Totals
-        Running totals (heat to liquid and air, stored heat, hottest die).
+        Running totals (heat to liquid and air, stored heat, hottest die, the time the cold
+        aisle is outside the ASHRAE A1 allowable range).
     """
 
     inputs = ("device.p_step", "rack.p_loss", "rack.unpowered", "cdu.t_supply_next", "cdu.flow_factor",
@@ -139,6 +141,8 @@ class RackThermal(Component):
         self.cdu_supply = cdu_supply.copy()
         self._supply, self._t_cold_aisle = self.cdu_supply, t_cold_aisle
         self.t_cold_aisle = t_cold_aisle
+        #: The cold aisle is outside the ASHRAE A1 allowable range (counted in the run's totals).
+        self.aisle_out = not COLD_AISLE_RANGE[0] <= t_cold_aisle <= COLD_AISLE_RANGE[1]
         self.rack_supply = self.cdu_supply[sy.rack_cdu]
         self.sled_supply = self.rack_supply[sy.sled_rack]
         # Outputs that change only with the boundaries and flows (the same arrays each step).
@@ -248,6 +252,8 @@ class RackThermal(Component):
         state["facility.q_air"] = np.array([q_room])
         tot.e_liquid += q_liq.sum() * dt
         tot.e_air += q_room * dt
+        if self.aisle_out:
+            tot.cold_aisle_excursion_seconds += dt
 
     def integrate(self, state):
         """Integrate the sled networks over the step with the step-mean device power (the die
@@ -282,6 +288,8 @@ class RackThermal(Component):
         for q, r in zip(q_liq.sum(axis=1), q_room):
             tot.e_liquid += q * dt
             tot.e_air += float(r) * dt
+            if self.aisle_out:
+                tot.cold_aisle_excursion_seconds += dt
         out = {key: np.broadcast_to(v, (k,) + v.shape) for key, v in self.constant.items()}
         out.update({"sled.t_coolant_out": np.where(self.m_coolant > 0, t_cool, np.nan), "sled.t_air_out": t_air,
                     "rack.t_coolant_return": t_return, "rack.t_air_out": mixed, "rack.q_liquid": q_liq,
