@@ -115,3 +115,31 @@ def test_streamed_write_imports_neither_dask_array_nor_pint(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.splitlines()[-1]) == [[], 30, "2026-07-01 00:00:01"]
+
+
+def test_twin_run_reads_propagators_from_the_cache_without_scipy_linalg(tmp_path):
+    """The sled networks' matrix exponentials are computed with scipy.linalg (~0.35 CPU-s to
+    import) the first time and read back from the on-disk cache after: the second ``twin run``
+    of the quickstart reaches its first step without importing scipy.linalg."""
+    code = (
+        "import json, os, sys\n"
+        "import twin.sim.driver as driver\n"
+        "def first_step(self, *args, **kwargs):\n"
+        "    print(json.dumps(sys.modules.get('scipy.linalg') is not None), flush=True)\n"
+        "    os._exit(0)\n"
+        "driver.Simulation.run = first_step\n"
+        "from twin.cli import main\n"
+        f"sys.argv = ['twin', 'run', {str(SCENARIOS / 'quickstart.yaml')!r}, '--duration', '2 s', '-o', "
+        f"{str(tmp_path / 'q.zarr')!r}]\n"
+        "main()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TWIN_KERNEL"}
+    env["TWIN_CACHE_DIR"] = str(tmp_path / "cache")
+    loaded = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                              timeout=300, env=env)
+        assert proc.returncode == 0, proc.stderr
+        loaded.append(json.loads(proc.stdout.splitlines()[-1]))
+    assert loaded == [True, False]
+    assert list((tmp_path / "cache" / "van_loan").glob("*.npy"))

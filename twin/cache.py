@@ -1,0 +1,163 @@
+"""A small on-disk cache of computed arrays, for work that start-up would otherwise repeat.
+
+What is kept here is a pure function of its key (the inputs' bytes, the versions of the
+libraries that computed it and the machine), so a value read back is the value that would be
+computed, bit for bit. The cache is an optimisation only: a folder that is missing, read-only
+or full of damaged files is the same as an empty one (the value is computed and, where the
+folder can be written, stored), and nothing here raises.
+
+The folder is ``$TWIN_CACHE_DIR`` if set (an empty value or ``off`` turns the cache off), else
+``$XDG_CACHE_HOME/twin`` or ``~/.cache/twin``. Each kind of value keeps at most
+:data:`MAX_FILES` files; the oldest are removed when a new one is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from pathlib import Path
+
+import numpy as np
+
+#: Files kept per kind of value (each a few kB to a few MB).
+MAX_FILES = 256
+
+
+def cache_dir() -> Path | None:
+    """The cache folder, or None when the cache is turned off."""
+    env = os.environ.get("TWIN_CACHE_DIR")
+    if env is not None:
+        return None if env.strip().lower() in ("", "off") else Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "twin"
+
+
+def key(*parts) -> str:
+    """A hex digest of ``parts``: arrays by dtype, shape and bytes, bytes as they are, anything
+    else by ``repr``."""
+    h = hashlib.sha256()
+    for part in parts:
+        if isinstance(part, np.ndarray):
+            a = np.ascontiguousarray(part)
+            h.update(f"{a.dtype.str}{a.shape}".encode())
+            h.update(a.tobytes())
+        elif isinstance(part, bytes):
+            h.update(part)
+        else:
+            h.update(repr(part).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def source_signature(folder: Path) -> tuple:
+    """(path, size, modification time) of every Python file under ``folder``: part of the key of
+    a value that the code there computed, so that an edited module is never answered from the
+    cache (~2 ms for the twin package)."""
+    out = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith(".py"):
+                st = os.stat(os.path.join(root, name))
+                out.append((os.path.relpath(os.path.join(root, name), folder), st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
+def load_array(kind: str, digest: str) -> np.ndarray | None:
+    """The array stored under ``kind``/``digest``, or None (absent, unreadable or damaged)."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    try:
+        return np.load(folder / kind / f"{digest}.npy", allow_pickle=False)
+    except Exception:  # missing, unreadable, truncated or not an array file: compute instead
+        return None
+
+
+def store_array(kind: str, digest: str, value: np.ndarray) -> None:
+    """Store ``value`` under ``kind``/``digest`` if the folder can be written (atomically: a
+    reader sees the whole file or none); keeps at most :data:`MAX_FILES` files of ``kind``."""
+    folder = cache_dir()
+    if folder is None:
+        return
+    target = folder / kind
+    tmp = target / f".{digest}.{os.getpid()}.tmp"
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as fh:
+            np.save(fh, value, allow_pickle=False)
+        os.replace(tmp, target / f"{digest}.npy")
+        _prune(target, "*.npy")
+    except Exception:  # read-only, full or removed meanwhile: the cache is only an optimisation
+        try:
+            tmp.unlink(missing_ok=True)
+        except Exception:
+            pass
+
+
+def _prune(folder: Path, pattern: str) -> None:
+    """Remove the oldest files matching ``pattern`` beyond :data:`MAX_FILES`."""
+    files = list(folder.glob(pattern))
+    if len(files) > MAX_FILES:
+        files.sort(key=lambda p: p.stat().st_mtime)
+        for old in files[: len(files) - MAX_FILES]:
+            old.unlink(missing_ok=True)
+
+
+class _Pickler(pickle.Pickler):
+    def __init__(self, fh, shared):
+        super().__init__(fh, protocol=pickle.HIGHEST_PROTOCOL)
+        self._shared = {id(obj): i for i, obj in enumerate(shared)}
+
+    def persistent_id(self, obj):
+        return self._shared.get(id(obj))
+
+
+class _Unpickler(pickle.Unpickler):
+    def __init__(self, fh, shared):
+        super().__init__(fh)
+        self._shared = shared
+
+    def persistent_load(self, pid):
+        return self._shared[pid]
+
+
+def load_object(kind: str, digest: str, shared: tuple = ()):
+    """The object stored under ``kind``/``digest`` by :func:`store_object` with the same
+    ``shared``, or None (absent, unreadable, damaged or from another version of a class).
+
+    The file is a pickle written by this user into their own cache folder; only objects of the
+    project's own data classes are stored."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    try:
+        with open(folder / kind / f"{digest}.pickle", "rb") as fh:
+            return _Unpickler(fh, shared).load()
+    except Exception:  # missing, unreadable, truncated or stale: compute instead
+        return None
+
+
+def store_object(kind: str, digest: str, value, shared: tuple = ()) -> None:
+    """Store ``value`` under ``kind``/``digest`` if the folder can be written (atomically).
+
+    ``shared`` are objects stored by reference rather than by value: the object read back holds
+    these very objects where ``value`` did (a model field's default NaN, say, which equals
+    nothing but itself, so a copy would make equal models compare unequal)."""
+    folder = cache_dir()
+    if folder is None:
+        return
+    target = folder / kind
+    tmp = target / f".{digest}.{os.getpid()}.tmp"
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as fh:
+            _Pickler(fh, shared).dump(value)
+        os.replace(tmp, target / f"{digest}.pickle")
+        _prune(target, "*.pickle")
+    except Exception:  # read-only, full, removed meanwhile or not picklable: only an optimisation
+        try:
+            tmp.unlink(missing_ok=True)
+        except Exception:
+            pass
