@@ -13,6 +13,7 @@ The folder is ``$TWIN_CACHE_DIR`` if set (an empty value or ``off`` turns the ca
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import pickle
@@ -50,18 +51,23 @@ def key(*parts) -> str:
     return h.hexdigest()
 
 
+@functools.cache
 def source_signature(folder: Path) -> tuple:
     """(path, size, modification time) of every Python file under ``folder``: part of the key of
     a value that the code there computed, so that an edited module is never answered from the
-    cache (~2 ms for the twin package)."""
-    out = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith(".py"):
-                st = os.stat(os.path.join(root, name))
-                out.append((os.path.relpath(os.path.join(root, name), folder), st.st_size, st.st_mtime_ns))
-    return tuple(out)
+    cache (~1 ms for the twin package; taken once per process)."""
+    root = str(folder)
+    out, todo = [], [root]
+    while todo:
+        with os.scandir(todo.pop()) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        todo.append(entry.path)
+                elif entry.name.endswith(".py"):
+                    st = entry.stat()
+                    out.append((entry.path[len(root):], st.st_size, st.st_mtime_ns))
+    return tuple(sorted(out))
 
 
 def load_array(kind: str, digest: str) -> np.ndarray | None:

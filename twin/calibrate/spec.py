@@ -113,7 +113,7 @@ class TelemetrySpec(_Strict):
     stamp: Literal["start", "end"] = "start"
     max_gap: Duration | None = None
     stuck_samples: Annotated[int, Field(ge=3)] = 24
-    utilisation: UtilisationMap = UtilisationMap()
+    utilisation: UtilisationMap = UtilisationMap.model_construct()
     clock_max: Frequency | None = None
     selector: Annotated[str, Field(max_length=500)] | None = None
     fit: Window | None = None

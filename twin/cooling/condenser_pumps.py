@@ -91,7 +91,7 @@ class CondenserWaterPumps(Component):
     class Spec(BaseModel):
         """``plant.equipment.condenser_water_pumps``: the catalogue pump of each chiller."""
 
-        model_config = ConfigDict(extra="forbid", frozen=True)
+        model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)  # built on first use
         template: str = "condenser-water-pump"
 
     def __init__(self, pump, unit_capacity: float, count: int, every: int = 1):

@@ -215,19 +215,19 @@ class ElectricalRoomSpec(_Strict):
 class PlantSpec(_Strict):
     """The facility cooling plant and power chain of a scenario (``plant:``)."""
 
-    weather: WeatherSpec = EpwWeather(kind="epw")
+    weather: WeatherSpec = EpwWeather.model_construct(kind="epw")
     step: Delay | None = None  # plant update interval (a multiple of time.step); default: every step
     facility_water_supply: FacilityWaterTemperature = 30.0
     facility_water_volume: Volume | None = None  # default: sized from the design load
-    heat_rejection: HeatRejectionSpec = HeatRejectionSpec()
-    chiller: ChillerSpec | None = ChillerSpec()  # null: no chiller
-    economiser: EconomiserSpec = EconomiserSpec()
-    crah: CRAHSpec = CRAHSpec()
-    cdu_control: CDUControlSpec = CDUControlSpec()
-    pumps: PumpSpec = PumpSpec()
-    ups: UPSSpec = UPSSpec()
-    transformer: TransformerSpec = TransformerSpec()
-    electrical_room: ElectricalRoomSpec = ElectricalRoomSpec()
+    heat_rejection: HeatRejectionSpec = HeatRejectionSpec.model_construct()
+    chiller: ChillerSpec | None = ChillerSpec.model_construct()  # null: no chiller
+    economiser: EconomiserSpec = EconomiserSpec.model_construct()
+    crah: CRAHSpec = CRAHSpec.model_construct()
+    cdu_control: CDUControlSpec = CDUControlSpec.model_construct()
+    pumps: PumpSpec = PumpSpec.model_construct()
+    ups: UPSSpec = UPSSpec.model_construct()
+    transformer: TransformerSpec = TransformerSpec.model_construct()
+    electrical_room: ElectricalRoomSpec = ElectricalRoomSpec.model_construct()
     #: Miscellaneous facility load as a share of the IT design load [1] (estimate: lighting at
     #: 5–10 W/m² of white space plus controls, security and offices; 0.5 % for a dense AI hall).
     misc_load: float = Field(0.005, ge=0, le=0.2)

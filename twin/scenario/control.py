@@ -94,5 +94,5 @@ class ControlSpec(_Strict):
     out_of_range: Literal["clip", "reject"] = "clip"
     actions: list[ActionSpec] | None = None  # default: every declared control
     observations: list[Key] | None = None  # default: operator telemetry
-    reward: RewardSpec = RewardSpec()
+    reward: RewardSpec = RewardSpec.model_construct()
     p_facility_limit: Power | None = None

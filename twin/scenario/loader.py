@@ -5,6 +5,7 @@ Every problem becomes one :class:`ScenarioError` naming the file, the line and t
 
 from __future__ import annotations
 
+import datetime as dt
 import fnmatch
 import json
 import re
@@ -42,16 +43,31 @@ def _read(path: Path) -> str:
     return text
 
 
-def _compose(text: str, name: str) -> yaml.Node:
+#: libyaml's parser when PyYAML has it (~15× faster than the pure-Python one); a document it
+#: refuses is read again with the pure-Python parser, whose messages the errors quote.
+_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _compose(text: str, name: str, loader=_FAST_LOADER) -> yaml.Node:
     """Parse YAML into a node tree (keeps line numbers).
 
     Refuses anchors and aliases, tags (``!!python/…``, ``!!set``, any ``!tag``), nesting deeper
     than :data:`MAX_DEPTH` and scalars with more than :data:`MAX_DIGITS` digits in a row, before
-    any value is built (the checks walk the event stream, which needs no recursion).
+    any value is built (the checks walk the event stream, which needs no recursion). A document
+    libyaml refuses is parsed again with PyYAML's own parser, so every error reads the same.
     """
+    if loader is not yaml.SafeLoader:
+        try:
+            return _compose_with(text, name, loader)
+        except Exception:  # refused (or failed otherwise): PyYAML's parser decides and words it
+            pass
+    return _compose_with(text, name, yaml.SafeLoader)
+
+
+def _compose_with(text: str, name: str, loader) -> yaml.Node:
     depth = 0
     try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        for event in yaml.parse(text, Loader=loader):
             line = event.start_mark.line + 1
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
                 raise ScenarioError("YAML anchors and aliases are not allowed in scenarios",
@@ -69,7 +85,7 @@ def _compose(text: str, name: str) -> yaml.Node:
                 depth -= 1
             elif isinstance(event, yaml.ScalarEvent) and _DIGITS.search(event.value):
                 raise ScenarioError(f"a number with more than {MAX_DIGITS} digits", file=name, line=line)
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=loader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -175,7 +191,7 @@ def read_document(path: Path, what: str) -> tuple[str, dict[tuple, int], dict]:
         lines = _line_map(node)
     except ScenarioError as exc:
         raise ScenarioError(exc.message, file=name, line=exc.line, path=exc.path) from None
-    data = yaml.load(text, Loader=yaml.SafeLoader)  # anchors/aliases already refused
+    data = yaml.load(text, Loader=_FAST_LOADER)  # anchors/aliases already refused
     if not all(isinstance(k, str) for k in data):
         raise ScenarioError(f"{what} keys must be strings", file=name)
     return text, lines, data
@@ -313,7 +329,7 @@ def scenario_from_data(data: dict, path: str | Path, text: str = "") -> LoadedSc
 def _validated(data: dict, text: str, path: Path, lines: dict, layers: list) -> LoadedScenario:
     where = _Layered(LoadedScenario(None, None, text, path, lines), layers)  # type: ignore[arg-type]
     try:
-        scenario = Scenario.model_validate(data)
+        scenario = _validate(data)
     except ValidationError as exc:
         raise where.locate(_validation_error(exc, (), data)) from None
     try:
@@ -326,6 +342,46 @@ def _validated(data: dict, text: str, path: Path, lines: dict, layers: list) -> 
     except FieldError as exc:
         raise loaded.locate(exc) from None
     return loaded
+
+
+def _validate(data: dict) -> Scenario:
+    """``Scenario.model_validate(data)``, read back from the on-disk cache (:mod:`twin.cache`)
+    when the same data were validated before by the same code.
+
+    Building the scenario models' validators and validating costs ~0.08 CPU-s of every run's
+    start-up; the key is the data's ``repr`` (plain YAML values only: strings, numbers, booleans,
+    None, dates, lists and mappings — anything else is validated every time), the package's
+    source files (path, size, modification time) and the Python and pydantic versions. Data
+    that fail validation are never stored, so every error is found and reported as before.
+    """
+    from twin import cache
+
+    if not _plain(data):
+        return Scenario.model_validate(data)
+    import sys
+
+    import pydantic
+
+    digest = cache.key(repr(data), cache.source_signature(Path(__file__).parents[1]), sys.version,
+                       pydantic.VERSION)
+    scenario = cache.load_object("scenario", digest)
+    if type(scenario) is Scenario:
+        return scenario
+    scenario = Scenario.model_validate(data)
+    cache.store_object("scenario", digest, scenario)
+    return scenario
+
+
+_PLAIN = (str, int, float, bool, type(None), dt.date, dt.datetime)
+
+
+def _plain(value) -> bool:
+    """Whether ``value`` is made of plain YAML values only (its ``repr`` is then its content)."""
+    if type(value) is dict:
+        return all(type(k) in _PLAIN and _plain(v) for k, v in value.items())
+    if type(value) is list:
+        return all(_plain(v) for v in value)
+    return type(value) in _PLAIN
 
 
 def merge_over(base: dict, top: dict) -> dict:

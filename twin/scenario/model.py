@@ -38,7 +38,10 @@ MAX_COUNT = 10_000_000
 
 class _Strict(BaseModel):
     # defer_build: a model's validator is built when first used, not when the module is
-    # imported (the scenario's models are ~0.15 CPU-s of every command's start-up otherwise)
+    # imported (the scenario's models are ~0.15 CPU-s of every command's start-up otherwise).
+    # For the same reason a default that is a model instance is made with model_construct()
+    # (its defaults, unvalidated, equal to the validated X(): tests/scenario/test_scenario_cache.py),
+    # since X() at import would build X's validator.
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, defer_build=True)
 
 
@@ -139,7 +142,7 @@ class WorkloadRule(_Strict):
     Devices that no rule selects idle (u = 0).
     """
 
-    select: Select = Select()
+    select: Select = Select.model_construct()
     u: Fraction | None = None
     profile: Annotated[list[Segment], Field(min_length=1)] | None = None
     replay: str | None = None  # CSV or Parquet, long format: time [s], device, u
@@ -161,7 +164,7 @@ class PowerLimit(_Strict):
     each device at or under it by lowering its clock. Give ``limit`` (per device) or
     ``fraction`` (of each device's TDP). Later rules override earlier ones."""
 
-    select: Select = Select()
+    select: Select = Select.model_construct()
     limit: DevicePower | None = None
     fraction: Annotated[float, Field(gt=0.0, le=1.0)] | None = None
 
@@ -182,7 +185,7 @@ class DeviceRequest(_Strict):
 
     kind: str
     count: Annotated[int, Field(ge=1, le=MAX_COUNT)] | None = None
-    select: Select = Select()
+    select: Select = Select.model_construct()
     within: Literal["any", "domain"] = "any"
 
 
@@ -391,7 +394,7 @@ class Scenario(_Strict):
     description: str = ""
     seed: Annotated[int, Field(ge=0, le=2**63 - 1)] = 0  # stored as a 64-bit integer
     time: TimeSpec
-    site: Site = Site()
+    site: Site = Site.model_construct()
     cdus: list[CDUSpec] = []
     halls: Annotated[list[Hall], Field(min_length=1)]
     workload: list[WorkloadRule] = []
@@ -401,7 +404,7 @@ class Scenario(_Strict):
     events: list[Event] = []
     plant: PlantSpec | None = None  # the facility cooling plant, weather and power chain
     network: NetworkSpec | None = None  # scale-out network power; without it collectives still cross EFA
-    record: Record = Record()
+    record: Record = Record.model_construct()
     output: str | None = None
     catalog: dict[Literal[KINDS], dict[str, dict]] | None = None  # type: ignore[valid-type]
     electricity_price: Price | None = None

@@ -24,7 +24,9 @@ CHIP_FIELDS = (
     "leak_beta", "clock_exponent", "t_throttle", "t_shutdown", "throttle_hysteresis",
 )
 
-DEFAULT_CDU = CDUSpec(name="cdu-1")
+#: The CDU of a scenario that names none (made without validation, as the models' defaults are:
+#: building CDUSpec's validator at import costs start-up time; equal to ``CDUSpec(name="cdu-1")``).
+DEFAULT_CDU = CDUSpec.model_construct(name="cdu-1")
 
 
 @dataclass
