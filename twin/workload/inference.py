@@ -497,6 +497,15 @@ class PoolStep(NamedTuple):
         return self.u_prefill + self.u_decode
 
 
+def _increments(counts: np.ndarray, before: int) -> np.ndarray:
+    """Step-by-step increments of cumulative integer ``counts`` that stood at ``before`` ahead of
+    the first step: ``np.diff(counts, prepend=before)`` without its broadcasting and copies."""
+    out = np.empty_like(counts)
+    out[0] = counts[0] - before
+    np.subtract(counts[1:], counts[:-1], out=out[1:])
+    return out
+
+
 def _pool_step(clock, dt, act, act_dec, tok_p, tok_o, arrived, completed, queue_length) -> PoolStep:
     """A :class:`PoolStep` from a step's accumulated activity ``act``/``act_dec`` [s] over ``dt``
     [s]: utilisation = activity / dt, zero on a stalled replica (``clock`` 0 does no work)."""
@@ -876,8 +885,8 @@ class InferencePool:
         if done < n:  # pragma: no cover - a scheduling bug, not an input error
             raise RuntimeError(f"InferencePool.advance: more than {_MAX_EVENTS_PER_STEP} events in "
                                f"the step at t={self.t} s")
-        return _pool_step(c, dt, act, act_dec, tok_p, tok_o, np.diff(n_arr, prepend=arrived_before),
-                          np.diff(n_done, prepend=done_before), n_arr - heads)
+        return _pool_step(c, dt, act, act_dec, tok_p, tok_o, _increments(n_arr, arrived_before),
+                          _increments(n_done, done_before), n_arr - heads)
 
     def _check_step(self, t0, dt, clock) -> np.ndarray:
         """The replicas' clocks (n_replicas,), after checking that a step at ``t0`` of ``dt``
