@@ -258,13 +258,32 @@ class Schedule:
             return None
         return min(((-self._count) % c.every) or c.every for c, _, _ in self._multi.values())
 
-    def step(self, t: float, state: State, timing: dict | None = None) -> None:
+    def updates_next(self) -> bool:
+        """A multi-rate component updates on the next thermal step."""
+        return any(self._count % c.every == 0 for c, _, _ in self._multi.values())
+
+    def accumulate(self, n: int, value) -> None:
+        """Count ``n`` thermal steps on which no multi-rate component updates, adding each
+        step's inputs to their sums as :meth:`step` does (``value(key, j)``: the value of
+        ``key`` at the ``j``-th of them), without stepping any component."""
+        for c, sums, count in self._multi.values():
+            for key in sums:
+                acc = sums[key]
+                for j in range(n):
+                    v = step_mean(value(key, j))
+                    acc = v.copy() if acc is None else acc + v
+                sums[key] = acc
+            count[0] += n
+        self._count += n
+
+    def step(self, t: float, state: State, timing: dict | None = None, start: int = 0) -> None:
         """One thermal step starting at ``t`` [s]; wall seconds per component ``phase`` are
-        added to ``timing``."""
+        added to ``timing``. With ``start`` the components before the ``start``-th have
+        already stepped (the rest of a step begun elsewhere)."""
         h = self.h
         self._count += 1
         now = perf_counter
-        for c in self.components:
+        for c in self.components[start:] if start else self.components:
             k = c.every
             t0 = now()
             if k == 1:

@@ -372,10 +372,10 @@ class Simulation:
         between boundaries (:meth:`block_length`: a due event, a multi-rate component's update,
         the end of the run); each step is exactly what :meth:`step` does (events due,
         components, energy counters, to the bit), with BLAS held to the run loop's threads
-        (:mod:`twin.sim.threads`). In a quiet block (:mod:`twin.sim.block`: no plant, no jobs,
-        nothing unusual) the feedback loop — demand, chip power, sled temperatures, governors —
-        runs per step and the shelves, manifolds, CDUs, power chain, counters and recorder once
-        over the block. ``each(state)``, when given, is called with every step's values, in
+        (:mod:`twin.sim.threads`). In a quiet block (:mod:`twin.sim.block`: nothing unusual,
+        between a multi-rate component's updates) the feedback loop — demand, chip power, job
+        accounting, sled temperatures, governors — runs per step and the shelves, manifolds,
+        CDUs, power chain, counters and recorder once over the block. ``each(state)``, when given, is called with every step's values, in
         order (to read them, e.g. sums for an observation; it must not change the state or
         the controls — in a quiet block it is called once the block's steps are taken).
 
@@ -420,7 +420,9 @@ class Simulation:
                 self._apply_events()
             k = self.block_length(n)
             if k > 1 and quiet is not None:
-                if quiet.ready():
+                # a multi-rate component updating on this step: it through every component
+                # (its new outputs are the next steps' boundaries), the others quiet
+                if not self.schedule.updates_next() and quiet.ready():
                     n -= quiet.run(k, record, each)
                     continue
                 k = 1  # not quiet now: one step through every component, then look again

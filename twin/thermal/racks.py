@@ -275,15 +275,24 @@ class RackThermal(Component):
     def step_block(self, k: int, dt: float, t_cool, t_air, p_loss, state) -> dict:
         """The outputs of :meth:`step` for ``k`` steps at once from each step's sled fluid
         temperatures ``t_cool``, ``t_air`` (k, sleds) and shelf losses ``p_loss`` (k, racks),
-        every rack powered and every flow on (a quiet block, :mod:`twin.sim.block`); same
+        every rack powered and the flows steady (a quiet block, :mod:`twin.sim.block`); same
         operations, same order, same bits as :meth:`step`."""
         sy, tot = self.sy, self.totals
         q_liq = np.add.reduceat(self.mc_cp * (t_cool - self.sled_supply), sy.rack_sled_start, axis=1)
         q_air = np.add.reduceat(self.ma_cp * (t_air - self.t_cold_aisle), sy.rack_sled_start, axis=1) + p_loss
         cdu_q = np.stack([np.bincount(sy.rack_cdu, weights=q, minlength=sy.cdu_name.size) for q in q_liq])
-        t_return = self.rack_supply + q_liq / self.rack_mc_cp
-        cdu_return = self.cdu_supply + cdu_q / self.cdu_mc_cp
-        mixed = self.t_cold_aisle + q_air / self.rack_ma_cp
+        if self.all_flowing:
+            t_return = self.rack_supply + q_liq / self.rack_mc_cp
+            cdu_return = self.cdu_supply + cdu_q / self.cdu_mc_cp
+            mixed = self.t_cold_aisle + q_air / self.rack_ma_cp
+        else:  # (e.g. air-cooled racks: no coolant flow, no CDU)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                t_return = np.where(self.rack_m_coolant > 0, self.rack_supply + q_liq / self.rack_mc_cp, np.nan)
+                cdu_return = np.where(self.cdu_flow > 0, self.cdu_supply + cdu_q / self.cdu_mc_cp, np.nan)
+                mixed = self.t_cold_aisle + q_air / self.rack_ma_cp
+        if self.still_air:
+            still = np.add.reduceat(t_air, sy.rack_sled_start, axis=1) / self.rack_sleds
+            mixed = np.where(self.rack_m_air > 0, mixed, still)
         q_room = q_air.sum(axis=1) + state["facility.p_network"][0]
         for q, r in zip(q_liq.sum(axis=1), q_room):
             tot.e_liquid += q * dt
