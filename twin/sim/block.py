@@ -66,6 +66,14 @@ class QuietBlocks:
         self.cdu = c.get("SimpleCdu")  # None with a plant
         self.accounting = c.get("JobAccounting")  # None without jobs
         self.loop_keys = LOOP_KEYS + tuple(v.key for v in self.accounting.outputs) if self.accounting else LOOP_KEYS
+        # what the downstream part reads of the loop's values: the shelves' sums, the energy
+        # counters and the multi-rate components' inputs (the recorder's variables are added
+        # when recording, all of them when ``each`` reads each step)
+        used = {"sled.p_devices", *sim._counters,
+                *(key for _, sums, _ in sim.schedule._multi.values() for key in sums)}
+        self._used = tuple(key for key in self.loop_keys if key in used)
+        recorded = {key for g in sim.recorder.groups.values() for key in g.keys}
+        self._recorded = tuple(key for key in self.loop_keys if key in used or key in recorded)
         self.steps = 0  # steps taken in quiet blocks so far
 
     @classmethod
@@ -121,7 +129,9 @@ class QuietBlocks:
         fixed = sy.sled_overhead + st["sled.p_fan"]
         capacity = self.shelves.shelf_capacity
         i0 = sim.step_index
-        loop = {key: [] for key in self.loop_keys}
+        keys = self.loop_keys if each is not None else self._recorded if record else self._used
+        loop = {key: [] for key in keys}
+        die = loop.get("device.t_die")
         t_cool, t_air = [], []
         now = perf_counter
         t_a = now()
@@ -142,7 +152,8 @@ class QuietBlocks:
                 governors.step(t, h, st)
                 for key, values in loop.items():
                     values.append(st[key])
-                loop["device.t_die"][-1] = racks.t_die.copy()  # (updated in place each step)
+                if die is not None:
+                    die[-1] = racks.t_die.copy()  # (updated in place each step)
                 t_cool.append(tc)
                 t_air.append(ta)
                 taken += 1
@@ -173,6 +184,7 @@ class QuietBlocks:
         st, h, tot, timing = sim.state, sim.h, sim.totals, sim.timing
         now = perf_counter
         t_b = now()
+        # (the loop's values it did not keep are the state's: those of its last step)
         block = {key: np.stack(v) for key, v in loop.items() if key != "device.repair"}
         block.update(self.shelves.step_block(n, h, block["sled.p_devices"], st))
         block.update(self.racks.step_block(n, h, np.stack(t_cool), np.stack(t_air), block["rack.p_loss"], st))
@@ -193,7 +205,6 @@ class QuietBlocks:
         # the block's last values are the state, as after its last step
         for key, v in block.items():
             st[key] = v[n - 1]
-        st["device.repair"] = loop["device.repair"][-1]
         st["device.t_die"] = self.racks.t_die
         # energy counters and the recorder, step by step in the order of the per-step path
         energy = tot.energy
