@@ -35,6 +35,28 @@ CASES = {
     "hall-1k": ("bench/hall-1k.yaml", {"time": {"duration": "2 min"},
                                        "events": [{"at": "37 s", "kind": "cdu_pump_trip", "target": "cdu-1",
                                                    "count": 1, "failover": False}]}),
+    # the Frontier shape at two cabinets: a training job (5 s iterations, past its 20-minute
+    # profile change into the swing) on a dry-cooler plant updating every 10 steps, with a
+    # UPS and transformers, through a utility outage (the UPS on battery: per step) and back
+    "frontier": ("bench/frontier.yaml", {
+        "time": {"duration": "3 min", "start": "2026-07-01T00:19:00"},
+        "cdus": [{"name": "cdu", "template": "in-row-1350kw", "supply_temperature": "34 degC", "count": 1}],
+        "halls": [{"name": "hall-1", "rows": [{"name": "row-1", "racks": [
+            {"name": "cab", "template": "frontier-cabinet", "count": 2, "cdu": "cdu"}]}]}],
+        "jobs": [{"kind": "training", "name": "app", "devices": {"kind": "mi250x", "count": 896},
+                  "iteration_time": "5 s", "compute_share": 0.8,
+                  "checkpoint": {"interval": "1 min", "duration": "10 s"}}],
+        "events": [{"at": "95 s", "kind": "utility_outage", "duration": "20 s"}],
+        "record": {"device": "10 s", "sled": "10 s"}}),
+    # the cluster-100k shape (one synchronous job over every Trn3, no plant) at two UltraServers
+    "cluster-100k": ("bench/cluster-100k.yaml", {
+        "time": {"duration": "2 min"},
+        "cdus": [{"name": "cdu", "template": "in-row-1350kw", "supply_temperature": "34 degC", "count": 1}],
+        "halls": [{"name": "hall-1", "rows": [{"name": "row-1", "racks": [
+            {"name": "us", "template": "trn3-gen2-ultraserver", "count": 2, "cdu": "cdu"}]}]}],
+        "jobs": [{"kind": "training", "name": "frontier", "devices": {"kind": "trn3", "count": 288},
+                  "iteration_time": "4 s", "compute_share": 0.75, "tokens_per_iteration": 16777216,
+                  "checkpoint": {"interval": "1 min", "duration": "15 s"}}]}),
 }
 
 
