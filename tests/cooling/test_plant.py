@@ -129,6 +129,28 @@ def test_hx_outlets_vectorised_with_air_side():
     np.testing.assert_allclose(q, m_hot * CP_AIR * (35.0 - t_ho), rtol=1e-12)
 
 
+
+def test_effectiveness_and_outlets_same_bits_on_every_path():
+    """The short paths give the same bits as the general one (exact equality, not a
+    tolerance: a plant step's results must not depend on which path a row took): without a
+    balanced row ε skips the balanced limit, and inputs of one shape skip broadcasting. The
+    references are the general path — a balanced row added, or the inputs broadcast first."""
+    rng = np.random.default_rng(7)
+    ntu = np.concatenate([rng.uniform(0.0, 8.0, 200), [0.0, np.inf, 1e-300]])
+    c_ratio = np.concatenate([rng.uniform(0.0, 0.999999, 200), [0.5, 0.3, 0.0]])
+    short = hx_effectiveness_counterflow(ntu, c_ratio)
+    general = hx_effectiveness_counterflow(np.append(ntu, 2.0), np.append(c_ratio, 1.0))
+    np.testing.assert_array_equal(short, general[:-1])
+    assert general[-1] == 2.0 / 3.0  # the balanced row: NTU / (1 + NTU)
+    m_hot = rng.uniform(0.0, 3.0, (4, 1))
+    m_cold = rng.uniform(0.0, 3.0, 5)
+    ua = rng.uniform(0.0, 2e4, (4, 5))
+    mixed = hx_outlets(45.0, 30.0, m_hot, m_cold, ua, cp_hot=CP_AIR)
+    full = hx_outlets(*np.broadcast_arrays(45.0, 30.0, m_hot, m_cold, ua, CP_AIR, CP_WATER))
+    for a, b in zip(mixed, full):
+        assert a.shape == (4, 5)
+        np.testing.assert_array_equal(a, b)
+
 def test_flow_for_heat():
     """1 MW at a 10 K rise needs 1e6 / (4178 · 10) kg/s (the definition; round-off only)."""
     assert flow_for_heat(1e6, 10.0) == pytest.approx(1e6 / (CP_WATER * 10.0), rel=1e-15)

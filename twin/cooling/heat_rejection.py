@@ -227,7 +227,7 @@ def outlet_tables(*inputs):
     list of (ndarray, ndarray)
         Per bank: relative speeds s and outlet fractions r(s) = (T_out − T_sink)/(T_in − T_sink).
     """
-    cols = [np.concatenate(parts) for parts in zip(*inputs)]
+    cols = inputs[0] if len(inputs) == 1 else [np.concatenate(parts) for parts in zip(*inputs)]
     _, m_air, ua, m_w, c_air = cols
     r, _, _ = hx_outlets(1.0, 0.0, m_w, m_air, ua, CP_WATER, c_air)
     out, i = [], 0

@@ -70,15 +70,19 @@ def hx_effectiveness_counterflow(ntu, c_ratio):
        Mass Transfer, 6th ed., Wiley, 2007, §11.4, Table 11.3.
     """
     ntu, c_ratio = _arrays(ntu, c_ratio)
-    if np.any(ntu < 0):
+    if (ntu < 0).any():
         raise ValueError(f"hx_effectiveness_counterflow: NTU must be >= 0, got {np.min(ntu)}")
-    if np.any((c_ratio < 0) | (c_ratio > 1)):
+    if ((c_ratio < 0) | (c_ratio > 1)).any():
         raise ValueError(
             "hx_effectiveness_counterflow: c_ratio = C_min/C_max must be in 0..1, got "
             f"{np.min(c_ratio)}..{np.max(c_ratio)}"
         )
     one_minus = 1.0 - c_ratio
     balanced = one_minus == 0.0
+    if not balanced.any():  # (the usual case: no balanced limit to join)
+        em1 = np.expm1(-ntu * one_minus)
+        den = one_minus - c_ratio * em1
+        return np.divide(-em1, den, out=np.zeros(ntu.shape), where=den > 0)
     with np.errstate(invalid="ignore"):  # inf·0 where NTU = inf and C_r = 1: masked below
         em1 = np.expm1(-ntu * one_minus)
     num = -em1
@@ -127,20 +131,22 @@ def hx_outlets(t_hot_in, t_cold_in, m_hot, m_cold, ua, cp_hot=CP_WATER, cp_cold=
     ----------
     .. [1] F. P. Incropera et al., Fundamentals of Heat and Mass Transfer, 6th ed., §11.4.
     """
-    t_hot_in, t_cold_in, m_hot, m_cold, ua, cp_hot, cp_cold = _arrays(
-        t_hot_in, t_cold_in, m_hot, m_cold, ua, cp_hot, cp_cold
-    )
+    t_hot_in, t_cold_in, m_hot, m_cold, ua, cp_hot, cp_cold = args = [
+        np.asarray(v, dtype=float) for v in (t_hot_in, t_cold_in, m_hot, m_cold, ua, cp_hot, cp_cold)]
+    # the ufuncs broadcast the inputs themselves (the same values element by element): only
+    # the outputs written in place need the common shape
+    shapes = {a.shape for a in args}
+    shape = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*shapes)
     c_hot = m_hot * cp_hot
     c_cold = m_cold * cp_cold
     c_min = np.minimum(c_hot, c_cold)
     c_max = np.maximum(c_hot, c_cold)
     flowing = c_min > 0
-    zeros = np.zeros_like(c_min)
-    ntu = np.divide(ua, c_min, out=zeros.copy(), where=flowing)
-    c_ratio = np.divide(c_min, c_max, out=zeros.copy(), where=flowing)
+    ntu = np.divide(ua, c_min, out=np.zeros(shape), where=flowing)
+    c_ratio = np.divide(c_min, c_max, out=np.zeros(shape), where=flowing)
     q = hx_effectiveness_counterflow(ntu, c_ratio) * c_min * (t_hot_in - t_cold_in)
-    t_hot_out = t_hot_in - np.divide(q, c_hot, out=zeros.copy(), where=flowing)
-    t_cold_out = t_cold_in + np.divide(q, c_cold, out=zeros.copy(), where=flowing)
+    t_hot_out = t_hot_in - np.divide(q, c_hot, out=np.zeros(shape), where=flowing)
+    t_cold_out = t_cold_in + np.divide(q, c_cold, out=np.zeros(shape), where=flowing)
     return t_hot_out, t_cold_out, q
 
 
