@@ -202,6 +202,9 @@ class Recorder:
     def _add_block(self, n: int, block: dict, state, view) -> None:
         n_sub = self.n_sub
         for g in self.groups.values():
+            if g.every > n_sub and g.every % n_sub == 0:  # several steps a sample: summed step by step
+                self._accumulate_block(g, n, self._block_rows(g, n, block, state, "sum"))
+                continue
             if g.every != n_sub:
                 for j in range(n):
                     view.j = j
@@ -216,6 +219,42 @@ class Recorder:
                     v = v[:, -1] if g.vars[i] in g.last_vars else v[:, 0] if n_sub == 1 else v.mean(axis=1)
                 rows[i] = v
             self._emit(g, rows)
+
+    def _block_rows(self, g: _Group, n: int, block: dict, state, how: str) -> np.ndarray:
+        """:meth:`_Group.rows` of each of ``n`` steps, (variables, n, entities): ``block[key]``
+        holds a key's values with a leading axis of ``n``, ``state[key]`` the others."""
+        n_sub = self.n_sub
+        rows = np.empty((g.n_vars, n, g.n_entities))
+        for i, key in enumerate(g.keys):
+            v = block.get(key)
+            if v is None:  # the same every step
+                v = np.broadcast_to(np.asarray(state[key]), (n,) + np.shape(state[key]))
+            if v.ndim == 3:  # per sub-step
+                v = v[:, -1] if g.vars[i] in g.last_vars else v.sum(axis=1) if how == "sum" \
+                    else v[:, 0] if n_sub == 1 else v.mean(axis=1)
+            elif how == "sum" and n_sub != 1 and g.vars[i] not in g.last_vars:
+                v = v * n_sub
+            rows[i] = v
+        return rows
+
+    def _accumulate_block(self, g: _Group, n: int, rows: np.ndarray) -> None:
+        """Add ``n`` steps' summed rows (variables, n, entities) to a group that averages
+        several steps into a sample, step by step as :meth:`_add` does."""
+        n_sub, last = self.n_sub, g.last_index
+        for j in range(n):
+            step = rows[:, j]
+            if last.size:
+                g.acc_buf[last] = step[last]
+                step[last] = 0.0
+            g.acc_buf += step
+            g.count += n_sub
+            if g.count >= g.every:
+                sample = g.acc_buf / g.every
+                if last.size:
+                    sample[last] = g.acc_buf[last]
+                self._emit(g, sample[:, None, :])
+                g.acc_buf[:] = 0.0
+                g.count = 0
 
     def _add(self, g: _Group, state) -> None:
         """Add one thermal step to group ``g``."""
