@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
 
-from twin.scenario import load_scenario
-from twin.sim.driver import Simulation
+# No terminal size from the environment: the tests' output is piped, and the command line's output
+# must not depend on a terminal's width. GNU readline, initialised in pytest's process without a
+# terminal, exports COLUMNS=80 and LINES=24 to the C environment: pytest-xdist's workers and any
+# command a test starts would inherit them, and rich would wrap the printed tables there and
+# nowhere else. Tests that need a width set it themselves.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+    os.unsetenv(_name)
+
+from twin.scenario import load_scenario  # noqa: E402
+from twin.sim.driver import Simulation  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
@@ -109,3 +119,49 @@ def run_scenario(tmp_path):
         return sim
 
     return run
+
+
+def _shared_fixture_groups(items) -> dict:
+    """Which tests must run on one worker so the fixtures they share are computed once: a module's
+    tests when one of them uses a module-scoped fixture of the tests, and every module whose tests
+    use one session-scoped fixture of the tests (or carry one explicit ``xdist_group``), joined.
+    Returns {item: group name} for the tests that share something."""
+    parent: dict = {}
+
+    def find(key):
+        while parent.setdefault(key, key) != key:
+            parent[key] = parent[parent[key]]
+            key = parent[key]
+        return key
+
+    def union(a, b):
+        ra, rb = find(a), find(b)
+        if ra != rb:  # an explicit or session name represents the group, not a module's path
+            ra, rb = (ra, rb) if not ra.endswith(".py") else (rb, ra)
+            parent[rb] = ra
+
+    shared = set()
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        names = [m.args[0] if m.args else m.kwargs.get("name", "default")
+                 for m in item.iter_markers("xdist_group")]
+        info = getattr(item, "_fixtureinfo", None)
+        for defs in (info.name2fixturedefs.values() if info else ()):
+            d = defs[-1]
+            if d.scope == "function" or not d.baseid.startswith("tests"):  # not a plugin's (tmp_path_factory)
+                continue
+            names.append(module if d.scope in ("module", "class") else f"fixture-{d.argname}")
+        for name in names:
+            union(name, module)
+            shared.add(module)
+    return {item: find(item.nodeid.split("::", 1)[0]) for item in items
+            if item.nodeid.split("::", 1)[0] in shared}
+
+
+def pytest_collection_modifyitems(config, items):
+    """When the suite runs on several processes (pytest-xdist, ``--dist loadgroup``), tests that share
+    a module- or session-scoped fixture run on one worker, so the fixture is computed once; the
+    other tests go to whichever worker is free. Without xdist this changes nothing."""
+    for item, group in _shared_fixture_groups(items).items():
+        if not any(True for _ in item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(group))
