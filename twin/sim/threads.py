@@ -65,10 +65,13 @@ def blas_limiter(threads: int | None = DEFAULT_THREADS):
     Entering :func:`limited_blas` inspects the loaded libraries each time (about 0.75 ms of CPU
     time here); a stored controller's ``limit`` costs about 15 µs, which matters to a caller
     that steps a simulation in short bursts (the control environment, once per interval).
-    Libraries loaded after the call are not limited.
+    Libraries loaded after the call are not limited, so SciPy's linear algebra (its own
+    OpenBLAS beside NumPy's, loaded when a component first imports ``scipy.linalg``) is loaded
+    first.
     """
     if threads is None:
         return contextlib.nullcontext
+    import scipy.linalg  # noqa: F401  (SciPy's BLAS, loaded before the controller looks)
     from threadpoolctl import ThreadpoolController
 
     controller = ThreadpoolController()
