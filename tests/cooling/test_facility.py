@@ -86,6 +86,30 @@ def test_heat_rejection_reproduces_its_rating(kind, name):
     assert r[0] == 1.0 and np.all(np.diff(r) < 0)  # no fans, no cooling; more air, colder
 
 
+def test_heat_rejection_table_kept_is_the_one_built():
+    """A bank keeps the outlet table of each (water flow, air specific heat, fans in service):
+    the same inputs give the same table object, bit for bit the one built afresh (exact: a
+    kept table must change no result), other inputs their own; the store is bounded."""
+    from twin.cooling import heat_rejection
+
+    e = CAT.dry_coolers["dry-cooler-1mw"]
+    bank = HeatRejectionBank(e, 2, "dry_cooler")
+    m_w = 2 * e.water_flow.si * RHO_WATER
+    first = bank.table(m_w, CP_AIR)
+    assert bank.table(np.float64(m_w), CP_AIR, 1.0) is first
+    ((s, r),) = outlet_tables(bank.table_inputs(m_w, CP_AIR))
+    np.testing.assert_array_equal(first[0], s)
+    np.testing.assert_array_equal(first[1], r)
+    half = bank.table(m_w, CP_AIR, 0.5)  # half the fans: less air at every grid speed
+    assert half is not first and np.all(half[1][1:] > first[1][1:])
+    slower = bank.table(0.5 * m_w, CP_AIR)
+    ((_, r_slow),) = outlet_tables(bank.table_inputs(0.5 * m_w, CP_AIR))
+    np.testing.assert_array_equal(slower[1], r_slow)
+    for k in range(heat_rejection.TABLES_KEPT + 5):
+        bank.table(m_w * (1.0 + k * 1e-6), CP_AIR)
+    assert len(bank._tables) <= heat_rejection.TABLES_KEPT
+
+
 def test_cdu_ua_gives_the_catalogue_approach():
     """in-row-1350kw: UA = capacity / approach with equal flows → approach at rated duty
     (balanced counterflow: ε = NTU / (1 + NTU) closed form; 1e-9 K)."""

@@ -16,7 +16,7 @@ import numpy as np
 
 from twin.cooling.cdu import T_COLD_AISLE_NEXT, T_COLD_AISLE_SET
 from twin.cooling.cdu_bank import lookup
-from twin.cooling.heat_rejection import HeatRejectionBank, outlet_tables
+from twin.cooling.heat_rejection import HeatRejectionBank
 from twin.cooling.plant import crah_fan_power, economiser_split
 from twin.cooling.volumes import relax1
 from twin.sim.component import Component, Var, step_mean
@@ -98,8 +98,7 @@ class ChilledWater(Component):
         air = self.air_side(float(step_mean(state["facility.q_air"])[0]), dt)
         bank = self.chw_bank
         in_service = state["facility.heat_rejection_in_service"]
-        (table,) = outlet_tables(bank.table_inputs(air["m_chw"], bank.air_specific_heat(t_wb, self.t_chw_set),
-                                                   in_service))
+        table = bank.table(air["m_chw"], bank.air_specific_heat(t_wb, self.t_chw_set), in_service)
         chw = self.chilled_water(air, table, state["facility.chiller_spare"], t_db, t_wb, in_service)
         if chw["deficit"] > 0:  # heat the coils could not pass on stays in the room air
             air["tca_end"] += chw["deficit"] * dt / self.c_room

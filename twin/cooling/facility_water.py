@@ -28,7 +28,6 @@ import numpy as np
 from twin.cooling.cdu import T_FACILITY_SUPPLY, T_FACILITY_SUPPLY_SET
 from twin.cooling.cdu_bank import lookup
 from twin.cooling.config import COOLING_MODES
-from twin.cooling.heat_rejection import outlet_tables
 from twin.cooling.plant import economiser_split
 from twin.cooling.volumes import relax1
 from twin.sim.component import Component, Control, Var
@@ -227,8 +226,7 @@ class FacilitySupply(Component):
         fw, bank = self.water, self.water.bank
         t_db, t_wb = float(state["facility.t_outdoor"][0]), float(state["facility.t_wet_bulb"][0])
         m_f = state["facility.m_facility_water"]
-        (table,) = outlet_tables(bank.table_inputs(m_f, bank.air_specific_heat(t_wb, fw.t_set),
-                                                   state["facility.heat_rejection_in_service"]))
+        table = bank.table(m_f, bank.air_specific_heat(t_wb, fw.t_set), state["facility.heat_rejection_in_service"])
         law = fw.law(table, t_db, t_wb, m_f, state["facility.chiller_available"])
         state["facility.facility_water_law"] = law
         state["facility.t_facility_supply"] = np.array([float(law["t_supply"])])

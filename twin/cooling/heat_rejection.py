@@ -16,6 +16,8 @@ from twin.units import CP_AIR, CP_WATER, RHO_AIR, RHO_WATER
 
 #: Relative fan speeds at which heat-rejection outlets are tabulated each step [1].
 SPEED_GRID = np.linspace(0.0, 1.0, 41)
+#: Outlet tables a bank keeps (:meth:`HeatRejectionBank.table`) [1].
+TABLES_KEPT = 256
 #: Latent heat of vaporisation of water at 0 degC [J kg-1] and specific heat of water vapour
 #: [J kg-1 K-1], for moist-air enthalpy (ASHRAE Handbook — Fundamentals 2021, ch. 1, eq. 30).
 H_FG_0 = 2.501e6
@@ -141,6 +143,7 @@ class HeatRejectionBank:
         cycles = getattr(entry, "cycles_of_concentration", None)
         self.cycles = None if cycles is None else cycles.si
         self.latent = entry.latent_fraction.si if self.tower else 1.0
+        self._tables: dict[bytes, tuple] = {}  # see :meth:`table`
 
     def air_specific_heat(self, t_wb: float, t_water: float) -> float:
         """Specific heat of the air stream [J kg-1 K-1]: c_p,a, or c_s for a tower."""
@@ -148,6 +151,23 @@ class HeatRejectionBank:
             return CP_AIR
         # c_s varies slowly with temperature: 0.01 K rounding keeps a small cache useful
         return _saturated_specific_heat_cached(round(t_wb, 2), round(t_water, 2))
+
+    def table(self, m_water: float, c_air_specific: float, in_service: float = 1.0):
+        """Speeds and outlet fractions over :data:`SPEED_GRID` at this water flow, air specific
+        heat and fraction of the fans in service (:func:`outlet_tables` of this bank alone).
+
+        The same inputs give the same table, so it is kept: the plant's flows recur from step to
+        step (valves at their limits, steady loads). At most :data:`TABLES_KEPT` are held; then
+        they are dropped and built again as needed.
+        """
+        key = b"".join(np.asarray(v, dtype=float).tobytes() for v in (m_water, c_air_specific, in_service))
+        table = self._tables.get(key)
+        if table is None:
+            if len(self._tables) >= TABLES_KEPT:
+                self._tables.clear()
+            (table,) = outlet_tables(self.table_inputs(m_water, c_air_specific, in_service))
+            self._tables[key] = table
+        return table
 
     def table_inputs(self, m_water: float, c_air_specific: float, in_service: float = 1.0):
         """Arguments of :func:`~twin.cooling.plant.hx_outlets` over the speed grid up to the
