@@ -273,12 +273,48 @@ class PowerChain(Component):
         if self.p_facility_limit is not None and step_mean(state["facility.p_facility"])[0] > self.p_facility_limit:
             tot.p_facility_over_limit_seconds += dt
 
+    @property
+    def blocks(self) -> bool:
+        """:meth:`step_block` applies now: no chain, or one on the utility with its battery full
+        and every UPS module active (nothing in it then carries over from step to step)."""
+        return not self.modelled or (not self.on_battery and self.battery_left == self.battery_energy
+                                     and self.max_load is None)
+
+    def _delivery_block(self, p_it, p_cooling, t_outdoor: float) -> dict:
+        """:meth:`delivery` of ``k`` steps at once (arrays of k) while :attr:`blocks`: the same
+        operations element by element (the battery full: it neither gives nor charges)."""
+        l_bus = busway_losses(p_it, self.busway_rating, self.busway_loss_at_rating)
+        p_bus = p_it + l_bus
+        l_ups = ups_losses(p_bus, self.n_modules, self.module_rating, self.ups_coefficients) + 0.0
+        p_battery = p_charge = 0.0
+        l_ups = l_ups + (1.0 - self.charge_efficiency) * p_charge
+        q_room = l_bus + l_ups + self.p_misc
+        if self.room is not None:
+            r = self.room
+            p_room, q_out = electrical_room_cooling(
+                q_room, t_outdoor, r.room_temperature.si, r.evaporator_approach.si,
+                r.condenser_approach.si, r.carnot_fraction.si, r.cop_max.si,
+                r.fan_power_per_watt.si, r.economiser_approach.si)
+        else:
+            p_room, q_out = np.zeros_like(q_room), q_room
+        p_ups_in = p_bus + l_ups + self.charge_efficiency * p_charge
+        p_util = (p_ups_in - p_battery) + p_cooling + self.p_misc + p_room
+        n, tr = self.n_transformers, self.transformer
+        s_each = apparent_power(p_util, self.power_factor) / n
+        l_tr = n * transformer_losses(s_each, tr.rating.si, tr.no_load_loss.si, tr.load_loss.si)
+        return {"p_facility": p_util + l_tr + p_battery, "busway": l_bus, "ups": l_ups, "transformer": l_tr,
+                "room": p_room, "q_room": q_out}
+
     def step_block(self, k: int, dt: float, p_it_sub, p_cooling, p_loss, state) -> dict:
-        """:meth:`step` for ``k`` steps at once without a modelled chain (facility power = IT +
-        cooling; a quiet block, :mod:`twin.sim.block`): ``p_it_sub`` (k, sub-steps, 1),
-        ``p_cooling`` (k, 1) and the racks' shelf losses ``p_loss`` (k, racks) of each step."""
+        """:meth:`step` for ``k`` steps at once while :attr:`blocks` (a quiet block,
+        :mod:`twin.sim.block`): ``p_it_sub`` (k, sub-steps, 1), ``p_cooling`` (k, 1) and the
+        racks' shelf losses ``p_loss`` (k, racks) of each step; same operations, same order,
+        same bits as :meth:`step`."""
+        if not self.blocks:
+            raise ValueError("PowerChain.step_block: the chain steps per step now (on battery, "
+                             "recharging or with module management)")
         if self.modelled:
-            raise ValueError("PowerChain.step_block: a modelled power chain steps per step")
+            return self._step_block_modelled(k, dt, p_it_sub, p_cooling, p_loss, state)
         p_it = p_it_sub[:, 0, 0] if p_it_sub.shape[1] == 1 else p_it_sub.mean(axis=1)[:, 0]
         over_it = (p_it + p_cooling[:, 0]) - p_it
         tot = self.totals
@@ -289,6 +325,30 @@ class PowerChain(Component):
                 if step_mean(p)[0] > self.p_facility_limit:
                     tot.p_facility_over_limit_seconds += dt
         return {"facility.p_facility": p_facility, "facility.p_loss": p_loss.sum(axis=1)[:, None] + 0.0}
+
+    def _step_block_modelled(self, k, dt, p_it_sub, p_cooling, p_loss, state) -> dict:
+        p_it = np.array([step_mean(p)[0] for p in p_it_sub])
+        t_out = float(state["facility.t_outdoor"][0]) if "facility.t_outdoor" in self.inputs else T_OUTDOOR_DEFAULT
+        d = self._delivery_block(p_it, p_cooling[:, 0], t_out)
+        over_it = d["p_facility"] - p_it
+        p_facility = p_it_sub + over_it[:, None, None]
+        upstream = d["busway"] + d["ups"] + d["transformer"]
+        tot = self.totals
+        for q, t in zip(d["q_room"], d["transformer"]):  # (each step's, in order)
+            tot.e_electrical_rejected += (q + t) * dt
+        tot.p_facility_peak = max(tot.p_facility_peak, float((p_it_sub.max(axis=(1, 2)) + over_it).max()))
+        if self.p_facility_limit is not None:
+            for p in p_facility:
+                if step_mean(p)[0] > self.p_facility_limit:
+                    tot.p_facility_over_limit_seconds += dt
+        column = {"facility.p_busway_loss": d["busway"], "facility.p_ups_loss": d["ups"],
+                  "facility.p_transformer_loss": d["transformer"], "facility.p_misc": np.full(k, self.p_misc),
+                  "facility.p_electrical_room_cooling": d["room"], "facility.p_ups_battery_charge": np.zeros(k),
+                  "facility.e_ups_battery": np.full(k, self.battery_left)}
+        out = {key: v[:, None] for key, v in column.items()}
+        out.update({"facility.p_facility": p_facility, "facility.p_loss": (p_loss.sum(axis=1) + upstream)[:, None],
+                    "facility.battery_empty": np.zeros((k, 1), dtype=bool)})
+        return out
 
     def apply(self, action) -> bool:
         start = action.what == "start"

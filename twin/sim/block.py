@@ -192,7 +192,7 @@ class QuietBlocks:
         if self.cdu is not None:
             block.update(self.cdu.step_block(n, h, block["cdu.q_in"], st))
         view = _StepView(st, block)
-        if self.chain.modelled:
+        if not self.chain.blocks:
             block.update(self._chain_steps(n, view))
         else:
             p_cooling = block.get("facility.p_cooling")
