@@ -33,6 +33,7 @@ def main(argv=None) -> None:
     sim = Simulation(load_scenario(args.scenario, {"time": {"duration": "2 h"}}))
     sim.advance(args.warmup)
     print(f"{Path(args.scenario).stem}: {sim.system.n_devices} devices, kernel {sim.kernel}, "
+          f"quiet-block kernel {sim.block_kernel}, "
           f"blocks of {args.steps} steps from t = {sim.time:.0f} s")
     for record in (False, True):
         cpu, wall = [], []

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import SCENARIOS
-from twin.power.kernels import COMPILED_MIN_DEVICES, COMPILED_MIN_STEPS, NumpyKernel, choose
+from twin.power.kernels import (BLOCK_MIN_STEPS, COMPILED_MIN_DEVICES, COMPILED_MIN_STEPS, NumpyKernel, choose,
+                                 choose_block)
 from twin.scenario import load_scenario
 from twin.scenario.errors import ScenarioError
 
@@ -140,3 +141,17 @@ def test_choice(monkeypatch):
         choose(10)
     with pytest.raises(ValueError, match=r"^kernel: unknown kernel 'cuda'"):
         choose(10, "cuda")  # a name given by the caller is not blamed on the environment
+
+
+def test_block_choice(monkeypatch):
+    """The quiet blocks' compiled loop pays from BLOCK_MIN_STEPS steps (a 2 h quickstart, the
+    control environment's horizon) on; ``numpy`` keeps the reference however long the run."""
+    pytest.importorskip("numba")
+    monkeypatch.delenv("TWIN_KERNEL", raising=False)
+    assert choose_block(290, n_steps=BLOCK_MIN_STEPS - 1) == "numpy"
+    assert choose_block(290, n_steps=BLOCK_MIN_STEPS) == "numba"
+    assert choose_block(290, n_steps=7200) == "numba"  # the quickstart's 2 h at 1 s
+    assert choose_block(290, "numpy", n_steps=10**7) == "numpy"
+    assert choose_block(COMPILED_MIN_DEVICES) == "numba"
+    monkeypatch.setenv("TWIN_KERNEL", "numpy")
+    assert choose_block(290, n_steps=10**7) == "numpy"

@@ -29,15 +29,25 @@ transformers) is scalar work per step; it runs per step over the block's arrays 
 A step whose power shelves would trip on over-current ends the block before it (the trip feeds
 back from the next step on); that step, and any configuration or moment that is not quiet,
 takes the per-step path.
+
+Without jobs the loop runs compiled when the simulation's quiet-block kernel is numba
+(:func:`twin.power.kernels.choose_block`): :class:`twin.sim.fused.FusedLoop` takes the block's
+steps in one call and writes each step's loop outputs (:data:`LOOP_KEYS`) into the block's
+arrays, which the downstream part reads as it reads the per-step loop's; its results agree with
+the reference to a few ulp per step (numba's ``exp``/``pow`` and row-order sums against numpy's
+and BLAS's), not to the bit. A step it leaves (its shelves near their rating) ends its block,
+and the next block takes the per-step loop.
 """
 
 from __future__ import annotations
 
+import math
 from time import perf_counter
 
 import numpy as np
 
 from twin.sim.component import step_mean
+from twin.workload.engine import BLOCK_VALUES
 
 #: Keys the loop writes each step that the recorder, the counters or ``each`` may read.
 LOOP_KEYS = ("device.u", "device.repair", "device.p", "device.p_step", "device.clock", "device.t_die",
@@ -75,6 +85,11 @@ class QuietBlocks:
         recorded = {key for g in sim.recorder.groups.values() for key in g.keys}
         self._recorded = tuple(key for key in self.loop_keys if key in used or key in recorded)
         self.steps = 0  # steps taken in quiet blocks so far
+        #: Steps of one block at most (its (k, sub-steps, devices) arrays stay within ~16 MB each).
+        self.max_steps = max(64, BLOCK_VALUES // (sim.n_sub * sim.system.n_devices))
+        #: The compiled loop (:mod:`twin.sim.fused`), or None for the per-step reference.
+        self.fused = None
+        self._compile = False  # build the compiled loop at the first block (numba loads then)
 
     @classmethod
     def build(cls, sim):
@@ -97,7 +112,19 @@ class QuietBlocks:
         q = cls(sim)
         if q.chips.sy is None or type(q.racks.integrator) is not ExponentialIntegrator:
             return None
+        # the compiled loop: the workload rules alone (jobs, their power floors and ramps: per step)
+        q._compile = (getattr(sim, "block_kernel", "numpy") == "numba" and q.accounting is None
+                      and not q.chips.smoothing)
         return q
+
+    def compiled(self):
+        """The compiled loop, built (numba imported, its code loaded or compiled) on first use:
+        at the first quiet block, so a run reaches its first step without numba's import."""
+        if self.fused is None and self._compile:
+            from twin.sim.fused import FusedLoop
+
+            self.fused = FusedLoop(self)
+        return self.fused
 
     def ready(self) -> bool:
         """Nothing unusual now: the block's boundaries hold until an event or the end."""
@@ -123,6 +150,11 @@ class QuietBlocks:
         st, h = sim.state, sim.h
         if record:  # a streamed buffer flushes on the block's last step or not at all
             k = min(k, sim.recorder.steps_to_flush() or k)
+        k = min(k, self.max_steps)
+        if self.compiled() is not None and not self.governors.unpowered.any():
+            taken = self._run_fused(k, record, each)
+            if taken:
+                return taken
         demand, chips, racks, governors = self.demand, self.chips, self.racks, self.governors
         accounting = self.accounting
         sy = sim.system
@@ -166,7 +198,8 @@ class QuietBlocks:
         if taken:
             partial = {key: st[key] for c in (demand, chips, accounting) if c is not None
                        for key in (v.key for v in c.outputs)}
-            self._downstream(taken, record, each, loop, t_cool, t_air)
+            block = {key: np.stack(v) for key, v in loop.items() if key != "device.repair"}
+            self._downstream(taken, record, each, block, np.stack(t_cool), np.stack(t_air))
             if tripping:
                 st.update(partial)
         if stop is not None:
@@ -177,17 +210,17 @@ class QuietBlocks:
             taken += 1
         return taken
 
-    def _downstream(self, n, record, each, loop, t_cool, t_air) -> None:
+    def _downstream(self, n, record, each, block, t_cool, t_air) -> None:
         """The downstream components, the energy counters and the recorder over the ``n``
-        steps the loop took; the state ends as after the last of them."""
+        steps the loop took (``block``: the loop's values kept, (n, …) each; the sleds' fluid
+        means ``t_cool``, ``t_air``); the state ends as after the last of them."""
         sim = self.sim
         st, h, tot, timing = sim.state, sim.h, sim.totals, sim.timing
         now = perf_counter
         t_b = now()
         # (the loop's values it did not keep are the state's: those of its last step)
-        block = {key: np.stack(v) for key, v in loop.items() if key != "device.repair"}
         block.update(self.shelves.step_block(n, h, block["sled.p_devices"], st))
-        block.update(self.racks.step_block(n, h, np.stack(t_cool), np.stack(t_air), block["rack.p_loss"], st))
+        block.update(self.racks.step_block(n, h, t_cool, t_air, block["rack.p_loss"], st))
         st.update(self.racks.constant)  # (as RackThermal.step: the CDUs read the flows it sets)
         if self.cdu is not None:
             block.update(self.cdu.step_block(n, h, block["cdu.q_in"], st))
@@ -210,6 +243,12 @@ class QuietBlocks:
         energy = tot.energy
         for key in sim._counters:
             acc = energy[key]
+            per_step = block.get(key)
+            if per_step is not None and (per_step.ndim <= 2 or per_step.shape[1] == 1):
+                # a step's mean is its value (no sums): the running sum in step order, in one call
+                e = (per_step if per_step.ndim <= 2 else per_step[:, 0]) * h
+                energy[key] = np.add.accumulate(e if acc is None else np.concatenate([acc[None], e]))[-1]
+                continue
             for j in range(n):
                 e = step_mean(view.at(key, j)) * h
                 acc = e if acc is None else acc + e
@@ -232,6 +271,97 @@ class QuietBlocks:
         timing["integration"] += t_c - t_b
         timing["recording"] += now() - t_c
 
+
+    def _run_fused(self, k: int, record: bool, each) -> int:
+        """Up to ``k`` steps of the compiled loop, then the downstream part over them; returns
+        the steps taken (0: the first step is near a shelf rating, left to the per-step loop)."""
+        sim = self.sim
+        t_a = perf_counter()
+        buf = self._buffers(k)
+        cursor = sim.workload.cursor()
+        U = sim.workload.rules_ahead(sim.step_index, k, buf["device.u"])
+        n = self._fused(U, sim.step_index, k, buf)
+        if n < k:  # the workload as after the steps taken
+            sim.workload.restore(cursor)
+            sim.workload.rules_ahead(sim.step_index, n)
+        sim.timing["power"] += perf_counter() - t_a
+        if n:
+            self.steps += n
+            block = {key: v[:n] for key, v in buf.items() if key not in ("t_cool", "t_air")}
+            self._downstream(n, record, each, block, buf["t_cool"][:n], buf["t_air"][:n])
+        return n
+
+    def _buffers(self, k: int) -> dict:
+        """Fresh (k, …) arrays for the loop's per-step values (the block's record keeps views)."""
+        sy, n_sub, n = self.sim.system, self.sim.n_sub, self.sim.system.n_devices
+        shapes = {"device.u": (n_sub, n), "device.p": (n_sub, n), "sled.p_devices": (n_sub, sy.sled_name.size),
+                  "rack.psu_overload": (sy.n_racks,), "rack.throttled": (sy.n_racks,), "rack.capped": (sy.n_racks,),
+                  "t_cool": (sy.sled_name.size,), "t_air": (sy.sled_name.size,)}
+        flags = ("device.throttled", "device.tripped", "rack.capped")
+        return {key: np.empty((k,) + shapes.get(key, (n,)), dtype=bool if key in flags else float)
+                for key in (*LOOP_KEYS[:1], *LOOP_KEYS[2:], "t_cool", "t_air")}
+
+    def _fused(self, U, i0: int, k: int, buf: dict) -> int:
+        """The compiled loop over up to ``k`` steps, then what the components add per step
+        (totals, first throttle and trip, the per-rack and per-sled sums); returns the steps
+        taken."""
+        sim, sy, st, h = self.sim, self.sim.system, self.sim.state, self.sim.h
+        gov, tot = self.governors, sim.totals
+        fixed = sy.sled_overhead + st["sled.p_fan"]
+        capacity = np.minimum(st["rack.shelf_capacity"], self.shelves.shelf_capacity)
+        off_before = np.array(st["device.tripped"], dtype=bool)  # (the trips each step starts with)
+        n = self.fused.run(U, i0, h, capacity, sy.rack_sum(fixed), buf)
+        if n == 0:
+            return 0
+        P, thr, off = buf["device.p"][:n], buf["device.throttled"][:n], buf["device.tripped"][:n]
+        self.demand.mark_used(U[:n])
+        buf["sled.p_devices"][:n] = np.add.reduceat(P.reshape(-1, P.shape[-1]), sy.sled_device_start,
+                                                    axis=1).reshape(n, P.shape[1], -1)
+        buf["rack.psu_overload"][:n] = 0.0
+        buf["rack.capped"][:n] = gov.rack_cap < 1.0
+        # the totals, added step by step as the components add them (Python floats: the same
+        # IEEE additions as numpy's scalars, without their overhead)
+        e = float(tot.e_device)
+        for p in buf["device.p_step"][:n].sum(axis=1).tolist():
+            e += p * h
+        tot.e_device = type(tot.e_device)(e)
+        tot.t_die_max = max(tot.t_die_max, buf["device.t_die"][:n].max())
+        n_thr = np.count_nonzero(thr, axis=1)
+        if n_thr.any():
+            buf["rack.throttled"][:n] = (np.add.reduceat(np.add.reduceat(thr.astype(float), sy.sled_device_start,
+                                                                         axis=1), sy.rack_sled_start, axis=1)
+                                         / gov.rack_devices)
+            for c in n_thr.tolist():
+                tot.throttled_device_seconds += c * h
+            gov.ever_throttled |= thr.any(axis=0)
+            if gov.first_throttle == math.inf:
+                gov.first_throttle = (i0 + int(np.argmax(n_thr > 0))) * h
+        else:  # (the zeros the sums would give, as Governors.step)
+            buf["rack.throttled"][:n] = gov._no_rack_throttled
+        tripped = off.any(axis=1)
+        if tripped.any():
+            gov.ever_tripped |= off.any(axis=0)
+            if gov.first_trip == math.inf:
+                gov.first_trip = (i0 + int(np.argmax(tripped))) * h + h
+            for _ in range(int(np.count_nonzero(tripped))):
+                tot.tripped_seconds += h
+        self._work(U[:n], buf["device.clock"][:n], off_before, off)
+        st["device.u"] = U[n - 1]
+        st["device.repair"] = None
+        return n
+
+    def _work(self, U, clock, off_before, off) -> None:
+        """The compute work ChipPower counts each step (demanded, and lost to clocks below 1
+        and devices off) over the compiled loop's steps, added step by step."""
+        tot, h, w = self.sim.totals, self.sim.h, self.chips.compute
+        uw = (U[:, 0] if U.shape[1] == 1 else U.mean(axis=1)) * w
+        on = ~np.concatenate([off_before[None], off[:-1]])
+        eff = np.where(on, clock, 0.0)
+        demand, lost = float(tot.demand_device_seconds), float(tot.lost_work_device_seconds)
+        for d, x in zip(uw.sum(axis=1).tolist(), np.einsum("ij,ij->i", 1.0 - eff, uw).tolist()):
+            demand += d * h
+            lost += x * h
+        tot.demand_device_seconds, tot.lost_work_device_seconds = demand, lost
 
     def _chain_steps(self, n, view) -> dict:
         """The modelled power chain (scalar work: busway, UPS, transformers, the electrical

@@ -23,6 +23,7 @@ import numpy as np
 
 from twin.power.chips import power_limits
 from twin.power.kernels import choose as choose_kernel
+from twin.power.kernels import choose_block
 from twin.scenario.errors import FieldError
 from twin.scenario.loader import LoadedScenario
 from twin.sim.assembly import assemble
@@ -128,6 +129,12 @@ def _blas_limiter(threads):
     return _LIMITERS[threads]
 
 
+#: Device-steps ``run`` takes per call of the block loop, between progress checks: 64 steps of
+#: a large system, up to 512 of a small one, whose quiet blocks cost ~0.1 ms a step
+#: compiled (the blocks' fixed cost, ~1 ms, then stays small and progress comes every ~0.1 s).
+RUN_BLOCK_VALUES = 150_000
+
+
 class Simulation:
     """A scenario built and ready to step.
 
@@ -166,6 +173,8 @@ class Simulation:
         self.n_steps = max(1, int(round(sc.time.duration / self.h)))
         self.solver = solver
         self.kernel = choose_kernel(self.system.n_devices, kernel, self.n_steps)
+        #: The quiet blocks' loop kernel (:func:`twin.power.kernels.choose_block`).
+        self.block_kernel = choose_block(self.system.n_devices, kernel, self.n_steps)
         self.blas_threads = blas_threads()  # BLAS threads while stepping (TWIN_BLAS_THREADS)
         try:
             check_recorded(sc)
@@ -374,8 +383,10 @@ class Simulation:
         components, energy counters, to the bit), with BLAS held to the run loop's threads
         (:mod:`twin.sim.threads`). In a quiet block (:mod:`twin.sim.block`: nothing unusual,
         between a multi-rate component's updates) the feedback loop — demand, chip power, job
-        accounting, sled temperatures, governors — runs per step and the shelves, manifolds,
-        CDUs, power chain, counters and recorder once over the block. ``each(state)``, when given, is called with every step's values, in
+        accounting, sled temperatures, governors — runs per step (compiled into one call per
+        block, :mod:`twin.sim.fused`, when the quiet-block kernel ``block_kernel`` is numba and
+        there are no jobs) and the shelves, manifolds, CDUs, power chain, counters and recorder
+        once over the block. ``each(state)``, when given, is called with every step's values, in
         order (to read them, e.g. sums for an observation; it must not change the state or
         the controls — in a quiet block it is called once the block's steps are taken).
 
@@ -383,6 +394,14 @@ class Simulation:
         the samples of the intervals they touch are NaN (missing) so every later sample keeps
         its time, while the energy counters, totals and KPIs stay exact. The components are not
         finalised; :meth:`run` does that (and runs whatever steps are left).
+
+        A controller calls ``advance(k, record=False)`` once per decision (``each`` for what it
+        reads per step), on a simulation built with its whole horizon as the scenario's
+        duration: ``auto`` then runs quiet blocks compiled from
+        :data:`twin.power.kernels.BLOCK_MIN_STEPS` steps on (``TWIN_KERNEL=numba`` forces it,
+        ``numpy`` keeps the reference). On the quickstart a 5-minute interval (300 steps) costs
+        ~20-25 ms of CPU compiled against ~130-180 ms on the numpy reference
+        (``benchmarks/advance_block.py``).
         """
         n = max(0, min(int(n_steps), self.n_steps - self.step_index))
         if n:
@@ -468,14 +487,15 @@ class Simulation:
     def _run(self, progress, pace) -> Totals:
         t0 = wallclock.perf_counter()
         last = t0
+        block = 64 * max(1, min(8, RUN_BLOCK_VALUES // (64 * self.system.n_devices)))
         try:
             while self.step_index < self.n_steps:
                 # paced (live) runs go step by step; otherwise in blocks up to the next progress call
-                n = 1 if pace is not None else min(64 - self.step_index % 64, self.n_steps - self.step_index)
+                n = 1 if pace is not None else min(block - self.step_index % block, self.n_steps - self.step_index)
                 self._steps(n, True, None)
                 if pace is not None:
                     pace(self.time)
-                if progress is not None and self.step_index % 64 == 0:
+                if progress is not None and self.step_index % block == 0:
                     now = wallclock.perf_counter()
                     if now - last > 0.2:
                         last = now

@@ -94,6 +94,12 @@ class Demand(Component):
             self.ever_used |= u.max(axis=0) > 0
             self._all_used = bool(self.ever_used.all())
 
+    def mark_used(self, u) -> None:
+        """Mark the devices with demand above 0 in ``u`` (steps, n_sub, devices)."""
+        if not self._all_used:
+            self.ever_used |= u.max(axis=(0, 1)) > 0
+            self._all_used = bool(self.ever_used.all())
+
 
 class JobAccounting(Component):
     """Device power attributed to jobs, and each job's progress, throughput, tokens and state.

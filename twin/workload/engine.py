@@ -61,10 +61,7 @@ class Workload:
             Devices whose job restarted (their trips are cleared).
         """
         if self._next >= self._block.shape[0]:
-            steps = max(1, BLOCK_VALUES // max(1, self.n_sub * self.n_devices))
-            flat = self.rules.demand(t, self.h_w, steps * self.n_sub)
-            self._block = flat.reshape(steps, self.n_sub, self.n_devices)
-            self._next = 0
+            self._refill(t)
         u = self._block[self._next]
         self._next += 1
         if self.jobs is None:
@@ -72,3 +69,31 @@ class Workload:
         u = u.copy()
         repair = self.jobs.demand(t, self.h, self.n_sub, clock, tripped, u, t_die)
         return u, repair
+
+    def _refill(self, t: float) -> None:
+        steps = max(1, BLOCK_VALUES // max(1, self.n_sub * self.n_devices))
+        flat = self.rules.demand(t, self.h_w, steps * self.n_sub)
+        self._block = flat.reshape(steps, self.n_sub, self.n_devices)
+        self._next = 0
+
+    def rules_ahead(self, i0: int, k: int, out: np.ndarray | None = None) -> np.ndarray:
+        """The rules' utilisation of the ``k`` thermal steps from step ``i0`` (at t = i·h), as
+        ``k`` calls of :meth:`demand` would give it without jobs, into ``out`` (k, n_sub,
+        devices); those steps are consumed (:meth:`cursor` and :meth:`restore` take it back)."""
+        out = np.empty((k, self.n_sub, self.n_devices)) if out is None else out
+        j = 0
+        while j < k:
+            if self._next >= self._block.shape[0]:
+                self._refill((i0 + j) * self.h)
+            take = min(k - j, self._block.shape[0] - self._next)
+            out[j: j + take] = self._block[self._next: self._next + take]
+            self._next += take
+            j += take
+        return out
+
+    def cursor(self):
+        """Where the rules' precomputed values stand (for :meth:`restore`)."""
+        return self._block, self._next
+
+    def restore(self, cursor) -> None:
+        self._block, self._next = cursor

@@ -1,0 +1,324 @@
+"""The quiet block's feedback loop compiled into one pass over k steps (numba, the ``fast`` extra).
+
+In a quiet block (:mod:`twin.sim.block`) each step's feedback loop is: the demand of the step
+(the workload rules, evaluated ahead), chip power with leakage and the power limit
+(:class:`~twin.power.chips.ChipPower`), the power shelves' over-current test, the sled networks'
+exponential-integrator update (:class:`~twin.thermal.racks.RackThermal`, one product
+``[T | q] @ W`` per sled) and the governors (:class:`~twin.power.chips.Governors`: thermal
+throttle, power-limit clock, shutdown trip). The numpy path runs those components per step
+(~30 array calls each); :func:`run_loop` does the k steps in one compiled call, with the same
+equations in the same order, writing each step's loop outputs into preallocated (k, …) arrays
+that the downstream part (shelves, manifolds, CDUs, chain, counters, recorder) reads as before.
+
+Rounding: ``exp`` and ``pow`` are numba's (libm) where the reference uses numpy's, and the
+product ``[T | q] @ W`` is summed in row order where the reference calls BLAS; each differs by
+a few ulp per step (fastmath off), so die temperatures agree with the reference to ~1e-12
+relative over a block and KPIs to ~1e-10 over a run (tests/sim/test_blocks.py states the
+tolerances and why).
+
+A step whose shelves come within 1e-9 of their rating is not taken: the kernel returns the
+number of steps it took and the caller takes that step on the numpy path, which makes the exact
+over-current decision (:meth:`twin.sim.block.QuietBlocks.run`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from twin.power.device import CLOCK_NEWTON_STEPS
+from twin.power.governor import CLOCK_MIN, THROTTLE_DOWN_RATE, THROTTLE_GAIN, THROTTLE_UP_RATE
+
+#: Relative margin below the shelves' rating at which the compiled loop hands a step to the
+#: numpy path (its rack sums are added in another order than numpy's: ~1e-13 relative).
+SHELF_MARGIN = 1e-9
+
+
+class FusedLoop:
+    """The compiled feedback loop of one simulation's quiet blocks.
+
+    Parameters
+    ----------
+    quiet : QuietBlocks
+        The quiet-block path it serves (its components and system).
+    """
+
+    def __init__(self, quiet):
+        sim = quiet.sim
+        sy = self.sy = sim.system
+        self.quiet = quiet
+        c = sy.chip
+        k = NumbaChip(c)
+        self.chip = k
+        self.device_rack = np.ascontiguousarray(sy.device_rack, dtype=np.int64)
+        self.n_racks = sy.n_racks
+        groups = sy.groups
+        self.g_kd = np.array([g.k for g in groups], dtype=np.int64)
+        self.g_m = np.array([g.m for g in groups], dtype=np.int64)
+        self.g_ns = np.array([g.sleds.size for g in groups], dtype=np.int64)
+        self.g_sled = np.concatenate([np.cumsum(self.g_ns) - self.g_ns, [self.g_ns.sum()]]).astype(np.int64)
+        self.g_t = np.concatenate([[0], np.cumsum(self.g_ns * self.g_m)]).astype(np.int64)
+        self.g_dev = np.concatenate([[0], np.cumsum(self.g_ns * self.g_kd)]).astype(np.int64)
+        self.sleds = np.ascontiguousarray(np.concatenate([g.sleds for g in groups]), dtype=np.int64)
+        self.devices = np.ascontiguousarray(np.concatenate([g.devices.ravel() for g in groups]), dtype=np.int64)
+        self.x = np.empty(2 * int(self.g_m.max()))  # one sled's [T | q] row
+        self.y = np.empty(int(self.g_m.max()) + 2)  # its product with W
+        self.rack_p = np.empty(sy.n_racks)
+        self._w = (None, None)  # (the integrator blocks the flat propagators were built from, arrays)
+        _warm()  # compile (or load from numba's cache) now, while the simulation is built
+
+    def _propagators(self, integrator):
+        """Every group's propagators W flattened, with each sled's offset into them."""
+        blocks = integrator.blocks
+        if self._w[0] is not None and all(a is b for a, b in zip(self._w[0], blocks)):
+            return self._w[1]
+        w, offsets, start = [], [], 0
+        for blk in blocks:
+            W = blk.W
+            size = W.shape[1] * W.shape[2]
+            w.append(W.ravel())
+            offsets.append(start + blk.inverse * size)
+            start += W.size
+        arrays = (np.ascontiguousarray(np.concatenate(w)), np.ascontiguousarray(np.concatenate(offsets), dtype=np.int64))
+        self._w = (list(blocks), arrays)
+        return arrays
+
+    def run(self, U, i0: int, h: float, capacity, fixed_rack, out) -> int:
+        """Take up to ``U.shape[0]`` steps of the loop from the present state; returns how many.
+
+        Parameters
+        ----------
+        U : ndarray, shape (k, n_sub, devices)
+            Each step's demanded utilisation [1].
+        i0 : int
+            Index of the first step.
+        h : float
+            Thermal step [s].
+        capacity : ndarray, shape (racks,)
+            The shelves' rating [W] (the lower of the chips' and the shelves' view).
+        fixed_rack : ndarray, shape (racks,)
+            Each rack's sled overhead and fans [W].
+        out : dict
+            Preallocated (k, …) arrays of :data:`twin.sim.block.LOOP_KEYS` (and ``t_cool``,
+            ``t_air``) the steps are written into.
+        """
+        q = self.quiet
+        st, racks, gov = q.sim.state, q.racks, q.governors
+        ch = self.chip
+        W, w_off = self._propagators(racks.integrator)
+        T = np.concatenate([t.ravel() for t in racks.T])
+        Q = np.concatenate([b.ravel() for b in racks.q_base])
+        clock_lim = np.array(st["device.clock_limit"], dtype=float)
+        off = np.array(st["device.tripped"], dtype=np.bool_)
+        gov_trip = np.array(gov.tripped, dtype=np.bool_)
+        thermal = np.array(gov.clock_thermal, dtype=float)
+        power = np.array(gov.clock_power, dtype=float)
+        limit = np.ascontiguousarray(gov.p_limit, dtype=float)
+        held = np.ascontiguousarray(st["device.held"], dtype=np.bool_)
+        rack_limit = np.ascontiguousarray(capacity * (1.0 - SHELF_MARGIN), dtype=float)
+        n = _compiled()(
+            U, held, limit, *ch.args, THROTTLE_GAIN, THROTTLE_DOWN_RATE, THROTTLE_UP_RATE, CLOCK_MIN,
+            CLOCK_NEWTON_STEPS, float(h), self.device_rack, np.ascontiguousarray(fixed_rack, dtype=float),
+            rack_limit, self.g_kd, self.g_m, self.g_sled, self.g_t, self.g_dev, self.sleds, self.devices,
+            W, w_off, Q, T, clock_lim, off, gov_trip, thermal, power, racks.t_die, racks.t_die_peak,
+            self.x, self.y, self.rack_p, out["device.p"], out["device.p_step"], out["device.clock"], out["device.t_die"],
+            out["device.throttled"], out["device.clock_limit"], out["device.tripped"], out["t_cool"], out["t_air"])
+        # the state as after the last step taken
+        start = 0
+        for i, t in enumerate(racks.T):
+            racks.T[i] = T[start: start + t.size].reshape(t.shape)
+            start += t.size
+        gov.clock_thermal, gov.clock_power, gov.tripped = thermal, power, gov_trip
+        gov.clock = clock_lim
+        st["device.clock_limit"] = clock_lim
+        st["device.tripped"] = off
+        return int(n)
+
+
+class NumbaChip:
+    """The chip figures the compiled loop reads, one contiguous (devices,) array each (the
+    per-device constants of :class:`twin.power.kernels.NumbaKernel`)."""
+
+    def __init__(self, c: dict):
+        e_idle = np.exp(c["leak_beta"] * (np.asarray(c["t_idle"]) - c["t_ref"]))
+        leak_idle = c["p_leak_ref"] * e_idle
+        a = np.ascontiguousarray(c["p_active_idle"] - leak_idle, dtype=float)
+
+        def arr(v):
+            return np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtype=float), a.shape))
+
+        self.args = (a, arr(e_idle), *(arr(c[k]) for k in (
+            "p_leak_ref", "t_ref", "leak_beta", "clock_exponent", "p_dyn", "p_idle", "idle_leak_fraction",
+            "power_excursion", "t_throttle", "throttle_hysteresis", "t_shutdown")))
+
+
+_COMPILED = None
+
+
+def _compiled():
+    """The compiled loop (compiled, or loaded from numba's cache, on first use); the parts it
+    calls are compiled first and bound to the module's globals, where it finds them."""
+    global _COMPILED, _power_jit, _over_jit, _sleds_jit, _govern_jit
+    if _COMPILED is None:
+        import numba
+
+        jit = numba.njit(cache=True, nogil=True)
+        _power_jit, _over_jit, _sleds_jit, _govern_jit = jit(_power), jit(_over), jit(_sleds), jit(_govern)
+        _COMPILED = jit(_loop)
+    return _COMPILED
+
+
+def _warm() -> None:
+    """One call of the compiled loop on a one-device system, for zero steps: numba compiles it
+    (or loads it from its cache) for the argument types of :meth:`FusedLoop.run`."""
+    f, i, b = np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_)
+    f2, f3, b2 = np.zeros((0, 1)), np.zeros((0, 1, 1)), np.zeros((0, 1), dtype=np.bool_)
+    _compiled()(f3, b, f, *(f,) * 13, 0.0, 0.0, 0.0, 0.0, 1, 1.0, i, f, f, i, i, i, i, i, i, i, f, i, f, f,
+                f, b, b, f, f, f, f, f, f, f, f3, f2, f2, f2, b2, f2, b2, f2, f2)
+
+
+def _loop(U, held, limit, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn, p_idle, ilf, excursion,
+          t_throttle, hysteresis, t_shutdown, gain, down_rate, up_rate, clock_min, newton, dt,
+          device_rack, fixed_rack, rack_limit, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices,
+          W, w_off, Q, T, clock_lim, off, gov_trip, thermal, power, t_die, t_die_peak, x, y, rack_p,
+          P, p_step, clock_out, t_die_out, throttled_out, clock_limit_out, tripped_out, t_cool, t_air):
+    """``U.shape[0]`` steps of the feedback loop; returns the number taken (a step whose
+    shelves come within the margin of ``rack_limit`` is not taken): chip power
+    (:func:`_power`), the shelves' test (:func:`_over`), the sled networks (:func:`_sleds`) and
+    the governors (:func:`_govern`), each step."""
+    for j in range(U.shape[0]):
+        _power_jit(j, U, held, limit, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn, p_idle, ilf, excursion,
+                   clock_lim, off, t_die, P, p_step, clock_out)
+        if _over_jit(j, P, device_rack, fixed_rack, rack_limit, rack_p):
+            return j
+        _sleds_jit(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, W, w_off, Q, T, p_step, t_die, x, y,
+                   t_cool, t_air)
+        _govern_jit(j, U, limit, a, p_leak_ref, t_ref, beta, alpha, p_dyn, t_throttle, hysteresis, t_shutdown,
+                    gain, down_rate, up_rate, clock_min, newton, dt, clock_lim, off, gov_trip, thermal, power,
+                    t_die, t_die_peak, t_die_out, throttled_out, clock_limit_out, tripped_out)
+    return U.shape[0]
+
+
+def _power(j, U, held, limit, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn, p_idle, ilf, excursion,
+           clock_lim, off, t_die, P, p_step, clock_out):
+    """Step ``j``'s device power per sub-step into ``P[j]``, its mean into ``p_step[j]`` and
+    the clock it ran at into ``clock_out[j]``: :func:`twin.power.kernels._power_loop` (as
+    ``ChipPower.step``), then numpy's mean over the sub-steps (summed in order, divided)."""
+    n_sub, n = U.shape[1], U.shape[2]
+    for d in range(n):
+        clock_out[j, d] = clock_lim[d]
+        if off[d]:
+            for s in range(n_sub):
+                P[j, s, d] = 0.0
+            p_step[j, d] = 0.0
+            continue
+        f = clock_lim[d]
+        e = math.exp(beta[d] * (t_die[d] - t_ref[d]))
+        if f == 1.0:
+            leak = p_leak_ref[d] * e
+            fa = 1.0
+        else:
+            leak = p_leak_ref[d] * f ** (alpha[d] - 1.0) * e
+            fa = f ** alpha[d]
+        idle = p_idle[d] + ilf[d] * p_leak_ref[d] * (e - e_idle[d])
+        floor = a[d] + leak
+        cap = excursion[d] * limit[d]
+        acc = 0.0
+        for s in range(n_sub):
+            us = U[j, s, d]
+            p = floor + p_dyn[d] * us * fa if us > 0.0 or held[d] else idle
+            P[j, s, d] = min(p, cap)
+            acc = P[j, s, d] if s == 0 else acc + P[j, s, d]
+        p_step[j, d] = acc if n_sub == 1 else acc / n_sub
+
+
+def _over(j, P, device_rack, fixed_rack, rack_limit, rack_p):
+    """Whether some rack's DC demand in a sub-step of step ``j`` (devices + overhead + fans)
+    exceeds ``rack_limit`` (the shelves' rating less the margin)."""
+    n_sub, n = P.shape[1], P.shape[2]
+    for s in range(n_sub):
+        for r in range(rack_p.size):
+            rack_p[r] = fixed_rack[r]
+        for d in range(n):
+            rack_p[device_rack[d]] += P[j, s, d]
+        for r in range(rack_p.size):
+            if rack_p[r] > rack_limit[r]:
+                return True
+    return False
+
+
+def _sleds(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, W, w_off, Q, T, p_step, t_die, x, y, t_cool, t_air):
+    """Every sled network over step ``j``: ``[T | q + p] @ W`` per sled (each column summed
+    over the rows in order), as ``ExponentialIntegrator.step``; new node temperatures into
+    ``T`` and ``t_die``, step-mean coolant and air temperatures into ``t_cool[j]``, ``t_air[j]``."""
+    for g in range(g_kd.size):
+        m, kd = g_m[g], g_kd[g]
+        cols = m + 2
+        for i in range(g_sled[g + 1] - g_sled[g]):
+            sl = g_sled[g] + i
+            base = g_t[g] + i * m
+            dev0 = g_dev[g] + i * kd
+            for c in range(m):
+                x[c] = T[base + c]
+                x[m + c] = Q[base + c]
+            for c in range(kd):
+                x[m + c] += p_step[j, devices[dev0 + c]]
+            for c in range(cols):
+                y[c] = 0.0
+            for r in range(2 * m):
+                xr = x[r]
+                wr = w_off[sl] + r * cols
+                for c in range(cols):
+                    y[c] += xr * W[wr + c]
+            for c in range(m):
+                T[base + c] = y[c]
+            t_cool[j, sleds[sl]] = y[m]
+            t_air[j, sleds[sl]] = y[m + 1]
+            for c in range(kd):
+                t_die[devices[dev0 + c]] = y[c]
+
+
+def _govern(j, U, limit, a, p_leak_ref, t_ref, beta, alpha, p_dyn, t_throttle, hysteresis, t_shutdown,
+            gain, down_rate, up_rate, clock_min, newton, dt, clock_lim, off, gov_trip, thermal, power,
+            t_die, t_die_peak, t_die_out, throttled_out, clock_limit_out, tripped_out):
+    """The governors after step ``j``, per device: thermal throttle, shutdown trip and its
+    restart, the power-limit clock (Newton at the step's highest demand) and their minimum, as
+    :func:`twin.power.kernels._govern_loop` and ``Governors.step`` (no caps, every rack powered)."""
+    n_sub = U.shape[1]
+    for d in range(t_die.size):
+        td = t_die[d]
+        t_die_peak[d] = max(t_die_peak[d], td)
+        t_die_out[j, d] = td
+        throttled_out[j, d] = thermal[d] < 1.0
+        over = td - t_throttle[d]
+        under = (t_throttle[d] - hysteresis[d]) - td
+        cc = thermal[d]
+        if over > 0:
+            cc = max(clock_min, cc - min(down_rate, gain * over) * dt)
+        if under > 0:
+            cc = min(1.0, cc + min(up_rate, gain * under) * dt)
+        thermal[d] = cc
+        gov_trip[d] = (gov_trip[d] or td > t_shutdown[d]) and not (td < t_throttle[d])
+        um = U[j, 0, d]
+        for s in range(1, n_sub):
+            um = max(um, U[j, s, d])
+        b = p_leak_ref[d] * math.exp(beta[d] * (td - t_ref[d]))
+        dd = p_dyn[d] * um
+        pw = 1.0
+        if a[d] + b + dd > limit[d]:
+            xx, al = 1.0, alpha[d]
+            for _ in range(newton):
+                xa = xx ** (al - 1.0)
+                g = a[d] + b * xa + dd * xa * xx - limit[d]
+                dg = (al - 1.0) * b * xa / xx + al * dd * xa
+                xx = max(xx - g / dg, 1e-6)
+            pw = min(max(xx, clock_min), 1.0)
+        power[d] = pw
+        clock_lim[d] = min(cc, pw)
+        off[d] = gov_trip[d]
+        clock_limit_out[j, d] = clock_lim[d]
+        tripped_out[j, d] = off[d]
+
+
+_power_jit, _over_jit, _sleds_jit, _govern_jit = _power, _over, _sleds, _govern
