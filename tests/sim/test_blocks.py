@@ -118,9 +118,10 @@ def test_block_boundaries():
 #: the quickstart across its idle → swing change, the GB300 rack, the training swings' 1,152
 #: chips with their 0.5 Hz gang swing as open-loop rules at a 100 ms workload step (ten
 #: sub-steps per thermal step; the scenario's job is what the rules stand for), the quickstart's
-#: rack events at full load, the Phoenix hall (10 s steps) with its plant updating between blocks,
-#: and a PSU failure at 60 s (12 of rack us1-a's 24 PSUs) followed by full load at 150 s, in the
-#: middle of a block: its shelves trip on over-current (``trip`` policy) or hold the rack at
+#: rack events at full load, hall-1k's three rack kinds (3,352 devices) with its plant updating
+#: every 10 steps and its workload rules without the jobs, and a PSU failure at 60 s (12 of rack
+#: us1-a's 24 PSUs) followed by
+#: full load at 150 s, in the middle of a block: its shelves trip on over-current (``trip`` policy) or hold the rack at
 #: their rating (``cap``); the compiled loop stops before that step and the per-step loop takes it.
 _SWING = [{"select": {"kind": ["trn3"]},
            "profile": [{"at": "0 s", "swing": {"high": 0.95, "low": 0.2, "period": "2 s", "duty": 0.7}}]},
@@ -135,7 +136,7 @@ FUSED = {
     "training-swings-rules": ("training-swings.yaml", {"time": {"duration": "2 min"}, "jobs": [],
                                                        "workload": _SWING}),
     "quickstart-events": CASES["quickstart-events"],
-    "design-day-phoenix": ("design-day-phoenix.yaml", {"time": {"duration": "1 h"}}),
+    "hall-1k-rules": ("bench/hall-1k.yaml", {"time": {"duration": "2 min"}, "jobs": []}),
     "shelf-trip": ("quickstart.yaml", _SHELF),
     "shelf-cap": ("quickstart.yaml", _SHELF),
 }
