@@ -7,7 +7,8 @@ direct way: after every thermal step (``Simulation.advance(each=...)``), from th
 utilisation, clock, trips, cold aisle and facility power. The scenario throttles, trips,
 breaks a facility power limit part of the time and (with the allowable cold-aisle range
 narrowed to below the quickstart's 25 degC aisle) has its cold aisle outside the range; it
-runs once in quiet blocks and once per step (a rack power limit that caps).
+runs in quiet blocks, per step (a rack power limit that caps) and, with numba, in quiet
+blocks whose feedback loop is compiled (the totals then added per block from its arrays).
 """
 
 from __future__ import annotations
@@ -73,13 +74,18 @@ class PerStep:
                                "violation_seconds": self.violation})
 
 
-@pytest.mark.parametrize("capped", [False, True], ids=["quiet-blocks", "per-step"])
-def test_interval_totals_equal_a_per_step_count(monkeypatch, capped):
+@pytest.mark.parametrize("capped, kernel", [(False, "numpy"), (True, "numpy"), (False, "numba")],
+                         ids=["quiet-blocks", "per-step", "compiled-loop"])
+def test_interval_totals_equal_a_per_step_count(monkeypatch, capped, kernel):
+    if kernel == "numba":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("TWIN_KERNEL", kernel)
     monkeypatch.setattr("twin.thermal.racks.COLD_AISLE_RANGE", AISLE)
     env = FacilityEnv(SCENARIOS / "quickstart.yaml", overrides=OVERRIDES)
     env.reset()
     sim = env.sim
     assert sim._quiet is not None  # the quickstart takes quiet blocks (unless a power limit caps)
+    assert sim.block_kernel == kernel  # numba: the loop compiled (twin.sim.fused), its totals added per block
     ref = PerStep(sim)
     advance = sim.advance
 
@@ -114,3 +120,4 @@ def test_interval_totals_equal_a_per_step_count(monkeypatch, capped):
     # the first interval, on the scenario's water and under the cap, loses nothing: exactly 0
     assert infos[0]["lost_work_device_seconds"] == 0.0
     assert bool(sim.totals.capped_rack_seconds > 0) == capped  # (capping: the per-step path)
+    assert (sim._quiet.fused is not None) == (kernel == "numba")  # the compiled loop took the blocks
