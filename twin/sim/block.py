@@ -56,6 +56,9 @@ LOOP_KEYS = ("device.u", "device.repair", "device.p", "device.p_step", "device.c
 #: The components every quiet scenario has, in step order; a scenario with jobs has job
 #: accounting after the chip power, and the cooling between the racks and the power chain is
 #: either the CDU model or multi-rate equipment (the facility plant).
+#: Upper bound on a block's steps × sleds: the downstream part holds a few (steps, sleds) arrays
+#: at once (≈ 2 MB each), so a large system takes shorter blocks and memory stays flat.
+BLOCK_SLED_VALUES = 250_000
 HEAD = ("NetworkPower", "Demand", "ChipPower")
 TAIL = ("PowerChain", "Governors")
 
@@ -150,7 +153,7 @@ class QuietBlocks:
         st, h = sim.state, sim.h
         if record:  # a streamed buffer flushes on the block's last step or not at all
             k = min(k, sim.recorder.steps_to_flush() or k)
-        k = min(k, self.max_steps)
+        k = max(1, min(k, self.max_steps, BLOCK_SLED_VALUES // max(1, sim.system.sled_name.size)))
         if self.compiled() is not None and not self.governors.unpowered.any():
             taken = self._run_fused(k, record, each)
             if taken:
