@@ -158,10 +158,13 @@ def _shared_fixture_groups(items) -> dict:
             if item.nodeid.split("::", 1)[0] in shared}
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the marks
 def pytest_collection_modifyitems(config, items):
     """When the suite runs on several processes (pytest-xdist, ``--dist loadgroup``), tests that share
     a module- or session-scoped fixture run on one worker, so the fixture is computed once; the
-    other tests go to whichever worker is free. Without xdist this changes nothing."""
+    other tests go to whichever worker is free. Without xdist this changes nothing. pytest-xdist
+    3.8 reads the marks by renaming node ids, which pytest 9.2 no longer allows: there the marks
+    are ignored (pytest-dev/pytest-xdist#1386) and ``--dist loadfile`` groups by file instead."""
     for item, group in _shared_fixture_groups(items).items():
         if not any(True for _ in item.iter_markers("xdist_group")):
             item.add_marker(pytest.mark.xdist_group(group))
