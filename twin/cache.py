@@ -84,18 +84,25 @@ def load_array(kind: str, digest: str) -> np.ndarray | None:
 def store_array(kind: str, digest: str, value: np.ndarray) -> None:
     """Store ``value`` under ``kind``/``digest`` if the folder can be written (atomically: a
     reader sees the whole file or none); keeps at most :data:`MAX_FILES` files of ``kind``."""
+    _store(kind, f"{digest}.npy", lambda fh: np.save(fh, value, allow_pickle=False))
+
+
+def _store(kind: str, name: str, write) -> None:
+    """``write(file)`` into a temporary file, then renamed to ``kind``/``name`` (a reader sees the
+    whole file or none); the oldest files of the same suffix beyond :data:`MAX_FILES` removed.
+    Nothing happens when the folder is off or cannot be written: the cache is only an optimisation."""
     folder = cache_dir()
     if folder is None:
         return
     target = folder / kind
-    tmp = target / f".{digest}.{os.getpid()}.tmp"
+    tmp = target / f".{name}.{os.getpid()}.tmp"
     try:
         target.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as fh:
-            np.save(fh, value, allow_pickle=False)
-        os.replace(tmp, target / f"{digest}.npy")
-        _prune(target, "*.npy")
-    except Exception:  # read-only, full or removed meanwhile: the cache is only an optimisation
+            write(fh)
+        os.replace(tmp, target / name)
+        _prune(target, "*" + Path(name).suffix)
+    except Exception:  # read-only, full, removed meanwhile or not storable
         try:
             tmp.unlink(missing_ok=True)
         except Exception:
@@ -151,19 +158,4 @@ def store_object(kind: str, digest: str, value, shared: tuple = ()) -> None:
     ``shared`` are objects stored by reference rather than by value: the object read back holds
     these very objects where ``value`` did (a model field's default NaN, say, which equals
     nothing but itself, so a copy would make equal models compare unequal)."""
-    folder = cache_dir()
-    if folder is None:
-        return
-    target = folder / kind
-    tmp = target / f".{digest}.{os.getpid()}.tmp"
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as fh:
-            _Pickler(fh, shared).dump(value)
-        os.replace(tmp, target / f"{digest}.pickle")
-        _prune(target, "*.pickle")
-    except Exception:  # read-only, full, removed meanwhile or not picklable: only an optimisation
-        try:
-            tmp.unlink(missing_ok=True)
-        except Exception:
-            pass
+    _store(kind, f"{digest}.pickle", lambda fh: _Pickler(fh, shared).dump(value))

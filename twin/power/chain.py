@@ -206,6 +206,15 @@ class PowerChain(Component):
         parked = (self.n_modules - n) * self.module_rating * self.suspended_loss
         return float(ups_losses(p_out, n, self.module_rating, self.ups_coefficients)) + parked
 
+    def _room_cooling(self, q_room, t_outdoor):
+        """The electrical room's cooling power and the heat it rejects (W), for the room's heat
+        ``q_room`` (W) at ``t_outdoor`` (K): :func:`electrical_room_cooling` with this room's figures."""
+        r = self.room
+        return electrical_room_cooling(
+            q_room, t_outdoor, r.room_temperature.si, r.evaporator_approach.si,
+            r.condenser_approach.si, r.carnot_fraction.si, r.cop_max.si,
+            r.fan_power_per_watt.si, r.economiser_approach.si)
+
     def delivery(self, p_it: float, p_cooling: float, dt: float, t_outdoor: float = T_OUTDOOR_DEFAULT):
         """Utility input and the losses upstream of the racks [W] (see the class Notes).
 
@@ -227,11 +236,7 @@ class PowerChain(Component):
         l_ups += (1.0 - self.charge_efficiency) * p_charge  # the charger's loss
         q_room = l_bus + l_ups + self.p_misc
         if self.room is not None:
-            r = self.room
-            p_room, q_out = electrical_room_cooling(
-                q_room, t_outdoor, r.room_temperature.si, r.evaporator_approach.si,
-                r.condenser_approach.si, r.carnot_fraction.si, r.cop_max.si,
-                r.fan_power_per_watt.si, r.economiser_approach.si)
+            p_room, q_out = self._room_cooling(q_room, t_outdoor)
             p_room, q_out = float(p_room), float(q_out)
         else:
             p_room, q_out = 0.0, q_room
@@ -290,11 +295,7 @@ class PowerChain(Component):
         l_ups = l_ups + (1.0 - self.charge_efficiency) * p_charge
         q_room = l_bus + l_ups + self.p_misc
         if self.room is not None:
-            r = self.room
-            p_room, q_out = electrical_room_cooling(
-                q_room, t_outdoor, r.room_temperature.si, r.evaporator_approach.si,
-                r.condenser_approach.si, r.carnot_fraction.si, r.cop_max.si,
-                r.fan_power_per_watt.si, r.economiser_approach.si)
+            p_room, q_out = self._room_cooling(q_room, t_outdoor)
         else:
             p_room, q_out = np.zeros_like(q_room), q_room
         p_ups_in = p_bus + l_ups + self.charge_efficiency * p_charge
