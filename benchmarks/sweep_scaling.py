@@ -12,6 +12,9 @@ The CPU seconds of this process and its workers during each sweep are printed to
 machine the wall-time speed-up measures the neighbours as much as the sweep, while the ratio of
 CPU times (2 workers / 1) shows the parallel overhead alone.
 
+The on-disk cache (:mod:`twin.cache`) is off for both sweeps (``TWIN_CACHE_DIR=off``, inherited by
+the workers): otherwise the second sweep would meet what the first one stored.
+
 Usage: ``python benchmarks/sweep_scaling.py [--duration '2 h'] [--workers 2] [--patience 600]``;
 the target on a 2-core machine is a speed-up of at least 1.8×.
 """
@@ -131,6 +134,7 @@ def main():
     ap.add_argument("--patience", type=float, default=600.0,
                     help="seconds to wait for an idle machine before each timed sweep")
     args = ap.parse_args()
+    os.environ["TWIN_CACHE_DIR"] = "off"  # (before any cluster starts: its workers inherit it)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         plan = load_sweep(write_sweep(tmp, args.duration))
