@@ -615,7 +615,18 @@ def check_references(scenario: Scenario, catalog: Catalog, base: Path) -> None:
 
 
 def scenario_json_schema() -> str:
-    """The JSON Schema of the scenario format, as indented JSON text."""
+    """The JSON Schema of the scenario format, as indented JSON text.
+
+    The project's models build their validators on first use (``defer_build``), and some field
+    defaults are instances of such models; the schema writes those defaults as JSON, which needs
+    their classes built (pydantic 2.6, the lowest supported, fails on an unbuilt one), so every
+    project model not yet built is built first."""
+    todo = list(BaseModel.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if cls.__module__.startswith("twin.") and not cls.__pydantic_complete__:
+            cls.model_rebuild()
     schema = Scenario.model_json_schema(mode="validation")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "twin scenario"
