@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-#: Device roles whose idleness is worth a warning (network devices follow the others' load).
-COMPUTE_ROLES = ("accelerator", "cpu")
+# idleness is worth a warning for the compute roles (network devices follow the others' load)
+from twin.power.chips import COMPUTE_ROLES
+
 #: Names listed in one warning before "…".
 SHOWN = 6
 
