@@ -143,3 +143,69 @@ def test_twin_run_reads_propagators_from_the_cache_without_scipy_linalg(tmp_path
         loaded.append(json.loads(proc.stdout.splitlines()[-1]))
     assert loaded == [True, False]
     assert list((tmp_path / "cache" / "van_loan").glob("*.npy"))
+
+
+#: Kept off the path of ``twin run`` to its first step: rich (imported when something is
+#: printed: the summary table, a progress bar, an error) and the other commands' modules.
+CLI_LAZY = ("rich", "rich.console", "twin.cli.bench", "twin.cli.calibrate", "twin.cli.capacity",
+            "twin.cli.catalog", "twin.cli.report", "twin.cli.schema", "twin.cli.serve", "twin.cli.shadow",
+            "twin.cli.sweep", "twin.cli.validate", "twin.cli.summary", "twin.sweep", "twin.report")
+
+
+def test_twin_run_command_imports_neither_rich_nor_other_commands(tmp_path):
+    """``twin run`` parses its options with a command group holding only ``run`` (the same
+    parser, messages and exit codes) and prints nothing before its first step, so neither the
+    other commands' modules nor rich are imported by then (output piped: no progress bar)."""
+    code = (
+        "import json, os, sys\n"
+        "import twin.sim.driver as driver\n"
+        "def first_step(self, *args, **kwargs):\n"
+        f"    print(json.dumps(sorted(m for m in {CLI_LAZY!r} if sys.modules.get(m) is not None)), flush=True)\n"
+        "    os._exit(0)\n"
+        "driver.Simulation.run = first_step\n"
+        "from twin.cli import main\n"
+        f"sys.argv = ['twin', 'run', {str(SCENARIOS / 'quickstart.yaml')!r}, '--duration', '2 s', '-o', "
+        f"{str(tmp_path / 'q.zarr')!r}]\n"
+        "main()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "FORCE_TERMINAL")}
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.splitlines()[-1]) == []
+
+
+def test_twin_run_errors_and_help_are_those_of_the_whole_command_group(tmp_path):
+    """The console script with only ``run`` in its group answers a bad option, ``--help`` and a
+    bad scenario exactly as the whole group (``twin.cli.app``) does."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ntime: {duration: 1 h}\nhalls: []\nbogus: 1\n", encoding="utf-8")
+    cases = [["run", "--seed", "abc", str(bad)], ["run", "--help"], ["run", str(bad)], ["run"],
+             ["--version"], ["runn"]]
+    code = (
+        "import contextlib, io, json, sys\n"
+        "import twin.cli as cli\n"
+        f"cases = {cases!r}\n"
+        "res = []\n"
+        "for case in cases:\n"
+        "    row = []\n"
+        "    for app in (cli.make_app(case[0] if case[0] in cli.COMMANDS else None), cli.make_app()):\n"
+        "        o, e = io.StringIO(), io.StringIO()\n"
+        "        with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):\n"
+        "            try:\n"
+        "                app(case, standalone_mode=True)\n"
+        "                code = 0\n"
+        "            except SystemExit as exc:\n"
+        "                code = exc.code\n"
+        "        row.append([code, o.getvalue(), e.getvalue()])\n"
+        "    res.append(row)\n"
+        "print(json.dumps(res))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(proc.stdout.splitlines()[-1])
+    for case, (alone, whole) in zip(cases, results):
+        assert alone == whole, case
+    codes = [r[0][0] for r in results]
+    assert codes == [2, 0, 2, 2, 0, 2]
+    assert "bogus" in results[2][0][2] and f"{bad}:4:" in results[2][0][2]

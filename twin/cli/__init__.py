@@ -15,18 +15,23 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from twin.cli.bench import bench
-from twin.cli.calibrate import calibrate_command
-from twin.cli.capacity import capacity_command
-from twin.cli.catalog import catalog
 from twin.cli.common import EXIT_BAD_INPUT, err, out
-from twin.cli.report import report_command
-from twin.cli.run import run
-from twin.cli.schema import schema
-from twin.cli.serve import serve
-from twin.cli.shadow import shadow_command
-from twin.cli.sweep import sweep_command
-from twin.cli.validate import validate
+
+#: The commands, in the order ``twin --help`` lists them: name → (module, function). A module is
+#: imported only when its command is run (or the whole list is needed, for ``twin --help``).
+COMMANDS = {
+    "run": ("twin.cli.run", "run"),
+    "validate": ("twin.cli.validate", "validate"),
+    "bench": ("twin.cli.bench", "bench"),
+    "schema": ("twin.cli.schema", "schema"),
+    "catalog": ("twin.cli.catalog", "catalog"),
+    "serve": ("twin.cli.serve", "serve"),
+    "sweep": ("twin.cli.sweep", "sweep_command"),
+    "capacity": ("twin.cli.capacity", "capacity_command"),
+    "report": ("twin.cli.report", "report_command"),
+    "calibrate": ("twin.cli.calibrate", "calibrate_command"),
+    "shadow": ("twin.cli.shadow", "shadow_command"),
+}
 
 try:  # typer ≥ 0.20 carries its own copy of click
     from typer._click import exceptions as _click_exceptions
@@ -81,37 +86,45 @@ def _version(value: bool):
         raise typer.Exit(0)
 
 
-app = typer.Typer(
-    cls=OneLineErrors,
-    add_completion=False,
-    no_args_is_help=True,
-    help="twin: power-thermal digital twin of AI datacenters.",
-    pretty_exceptions_enable=False,
-)
-
-
-@app.callback()
 def _root(version: Annotated[Optional[bool], typer.Option(
         "--version", callback=_version, is_eager=True, help="Print the version and exit.")] = None):
     """twin: power-thermal digital twin of AI datacenters."""
 
 
-app.command(name="run")(run)
-app.command(name="validate")(validate)
-app.command(name="bench")(bench)
-app.command(name="schema")(schema)
-app.command(name="catalog")(catalog)
-app.command(name="serve")(serve)
-app.command(name="sweep")(sweep_command)
-app.command(name="capacity")(capacity_command)
-app.command(name="report")(report_command)
-app.command(name="calibrate")(calibrate_command)
-app.command(name="shadow")(shadow_command)
+def make_app(only: str | None = None) -> typer.Typer:
+    """The command group: every command, or only the command ``only`` (what ``twin ONLY …``
+    parses: the same options, messages and exit codes, without importing the other commands'
+    modules and building their parsers)."""
+    import importlib
+
+    app = typer.Typer(
+        cls=OneLineErrors,
+        add_completion=False,
+        no_args_is_help=True,
+        help="twin: power-thermal digital twin of AI datacenters.",
+        pretty_exceptions_enable=False,
+    )
+    app.callback()(_root)
+    for name, (module, function) in COMMANDS.items():
+        if only is None or name == only:
+            app.command(name=name)(getattr(importlib.import_module(module), function))
+    return app
+
+
+def __getattr__(name: str):
+    if name == "app":  # the whole command group, built on first use
+        value = globals()["app"] = make_app()
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main():
+    """The ``twin`` console script: parses ``sys.argv`` with the group of the one command named
+    there (or the whole group when none is, or for ``--help``/``--version``)."""
+    args = sys.argv[1:]
+    only = args[0] if args and args[0] in COMMANDS else None
     try:
-        app()
+        make_app(only)()
     finally:
         # The command is over: a SIGINT or SIGTERM now (while the interpreter shuts down) has
         # nothing left to stop, and must not turn a finished command into a death by signal.

@@ -3,11 +3,12 @@ with command-line overrides, and the progress bar."""
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from pathlib import Path
 
 import typer
-from rich.console import Console, ConsoleDimensions
 
 from twin.scenario.errors import ScenarioError
 
@@ -27,26 +28,69 @@ def duration_text(seconds: float) -> str:
     return f"{seconds:g} s"
 
 
-class _Console(Console):
-    """A rich console that wraps only on a terminal; plain text (no markup, no highlighting)."""
+def _rich_console_class():
+    from rich.console import Console, ConsoleDimensions
 
-    def __init__(self, **kwargs):
-        super().__init__(markup=False, highlight=False, emoji=False, **kwargs)
+    class RichConsole(Console):
+        """A rich console that wraps only on a terminal; plain text (no markup, no highlighting)."""
 
-    def print(self, *objects, **kwargs):
-        if all(isinstance(o, str) for o in objects):  # a line of text: never broken by rich
-            kwargs.setdefault("soft_wrap", True)
-        super().print(*objects, **kwargs)
+        def __init__(self, **kwargs):
+            super().__init__(markup=False, highlight=False, emoji=False, **kwargs)
+
+        def print(self, *objects, **kwargs):
+            if all(isinstance(o, str) for o in objects):  # a line of text: never broken by rich
+                kwargs.setdefault("soft_wrap", True)
+            super().print(*objects, **kwargs)
+
+        @property
+        def size(self) -> ConsoleDimensions:
+            if self._width is None and not self.is_terminal:
+                return ConsoleDimensions(UNWRAPPED, super().size.height)
+            return super().size
+
+        @size.setter
+        def size(self, new_size) -> None:
+            Console.size.fset(self, new_size)
+
+    return RichConsole
+
+
+#: Environment variables with which rich may call a stream that is not a terminal one.
+_TERMINAL_VARIABLES = ("FORCE_COLOR", "TTY_COMPATIBLE", "FORCE_TERMINAL")
+
+
+class _Console:
+    """Standard output or error as a rich console (wraps only on a terminal; plain text: no
+    markup, no highlighting), made on first use: rich is imported when something is printed,
+    not at start-up (a run prints nothing before its summary table)."""
+
+    def __init__(self, stderr: bool = False):
+        self._stderr = stderr
+        self._console = None
 
     @property
-    def size(self) -> ConsoleDimensions:
-        if self._width is None and not self.is_terminal:
-            return ConsoleDimensions(UNWRAPPED, super().size.height)
-        return super().size
+    def console(self):
+        """The rich console itself."""
+        if self._console is None:
+            self._console = _rich_console_class()(stderr=self._stderr)
+        return self._console
 
-    @size.setter
-    def size(self, new_size) -> None:
-        Console.size.fset(self, new_size)
+    @property
+    def is_terminal(self) -> bool:
+        """Whether the stream is a terminal, as rich decides it; a stream that is not a tty,
+        with none of rich's terminal environment variables set, is decided without rich."""
+        if self._console is None and not any(v in os.environ for v in _TERMINAL_VARIABLES):
+            stream = sys.stderr if self._stderr else sys.stdout
+            isatty = getattr(stream, "isatty", None)
+            try:
+                if isatty is None or not isatty():
+                    return False
+            except ValueError:  # closed
+                return False
+        return self.console.is_terminal
+
+    def __getattr__(self, name):
+        return getattr(self.console, name)
 
 
 out = _Console()
@@ -171,7 +215,7 @@ class Progress:
 
             self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(),
                                 TextColumn("{task.fields[speed]}"), TimeRemainingColumn(),
-                                console=err, transient=True)
+                                console=err.console, transient=True)
             self.bar.start()
             self.task = self.bar.add_task(self.label, total=total, speed="")
         self.bar.update(self.task, completed=done, speed=speed)

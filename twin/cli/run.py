@@ -8,7 +8,6 @@ from typing import Annotated, Optional
 import typer
 
 from twin.cli.common import EXIT_INTERRUPTED, Progress, err, fail, load, out
-from twin.cli.summary import summary_table
 from twin.export.interrupts import StopRequests
 from twin.scenario.errors import ScenarioError
 
@@ -95,6 +94,8 @@ def run(
             from twin.export.openmetrics import write_openmetrics
 
             write_openmetrics(twin.load(path), openmetrics)
+        from twin.cli.summary import summary_table  # rich: when there is something to print
+
         out.print(summary_table(summary(sim), path, interrupted))
         for text in run_warnings(sim):  # one unwrapped line each, after the table
             out.print(f"warning: {text}", soft_wrap=True, markup=False, highlight=False)

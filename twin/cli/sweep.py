@@ -77,7 +77,7 @@ def sweep_command(
     unique = len({v.key for v in plan.variants})
     err.print(f"{sweep}: {len(plan.variants)} variants ({unique} distinct runs) of {plan.base}",
               highlight=False, soft_wrap=True)
-    bar = Bar(enabled=progress and err.is_terminal, console=err)
+    bar = Bar(enabled=progress and err.is_terminal, console=err.console)
     try:
         result = run_sweep(plan, path, workers=workers, client=client, progress=bar, checked=checked)
     except (ScenarioError, MissingExtra) as exc:
