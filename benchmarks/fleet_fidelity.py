@@ -1,0 +1,63 @@
+"""The twin's per-GPU power and temperature distributions against the AcmeTrace Seren fleet's.
+
+``scenarios/seren-fleet.yaml`` (256 A100 SXM 80GB in 32 air-cooled HGX A100 servers) gives each
+GPU one value of Seren's measured GPU utilisation (a stratified draw of the CDF), mapped to the
+twin's dynamic activity with the mapping fitted on the BioHPC A100 telemetry; nothing is fitted on
+Seren (twin.workload.fleet). The run's last sample (steady state) gives each GPU's power and die
+temperature; their p10/p25/p50/p75/p90/p99 and mean are compared with the measured CDFs
+(AcmeTrace, Shanghai AI Lab / InternLM, CC-BY 4.0; NSDI 2024). Marginal quantiles only: the
+comparison assumes power and temperature are monotone in utilisation across the GPUs.
+
+Then the same with what was estimated or chosen changed one at a time: SM activity instead of GPU
+utilisation as the driver (no mapping), GPUs placed in random order instead of packed by
+utilisation, and the inlet at 18 and 25 degC instead of 22 degC.
+
+Usage: ``python benchmarks/fleet_fidelity.py [--write-replay]`` (``--write-replay`` rewrites the
+scenario's replay table ``scenarios/seren-fleet-util.csv`` first). Prints the tables and the CPU
+time (user + sys, ``resource.getrusage``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+
+import pandas as pd
+
+from twin.workload.fleet import REPLAY, compare, run_fleet, write_replay
+
+VARIANTS = {
+    "SM activity as u": {"driver": "sm_active"},
+    "shuffled placement": {"placement": "shuffled"},
+    "inlet 18 degC": {"cold_aisle": 18.0},
+    "inlet 25 degC": {"cold_aisle": 25.0},
+}
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write-replay", action="store_true", help=f"rewrite {REPLAY.name} first")
+    args = parser.parse_args()
+    if args.write_replay:
+        write_replay()
+        print(f"wrote {REPLAY}")
+    pd.set_option("display.width", 200)
+    base = compare(run_fleet())
+    print("Seren-like fleet (GPU utilisation through the BioHPC mapping, packed, inlet 22 degC):")
+    print(base.round(3).to_string())
+    twin = {"default": base["twin"]}
+    for name, kw in VARIANTS.items():
+        twin[name] = compare(run_fleet(**kw))["twin"]
+    table = pd.DataFrame({"measured": base["measured"], **twin}).drop(index="t_memory", level=0)
+    print("\nTwin under other estimates (power W, die temperature degC):")
+    print(table.round(1).to_string())
+    print(f"\nCPU time {_cpu():.1f} s (user + sys, resource.getrusage)")
+
+
+if __name__ == "__main__":
+    main()

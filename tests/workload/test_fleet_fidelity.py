@@ -1,0 +1,112 @@
+"""The Seren-like fleet against AcmeTrace's measured distributions (README, Fidelity).
+
+AcmeTrace, Shanghai AI Lab / InternLM (CC-BY 4.0; NSDI 2024; twin/data/calibration/acmetrace):
+cluster-wide CDFs of per-GPU power and GPU temperature of the Seren cluster (A100 SXM 80GB, 400 W,
+LLM development, idle GPUs included). ``scenarios/seren-fleet.yaml`` gives its 256 GPUs Seren's
+GPU-utilisation distribution through the mapping fitted on BioHPC (nothing is fitted on Seren: all
+of it is held out), and the twin's quantiles are compared with the measured ones. Marginal
+quantiles only: the comparison assumes power and temperature are monotone in utilisation across
+the GPUs (checked in the twin below; an assumption about the fleet).
+
+Two kinds of check, each quantile in one:
+
+- bars the twin is expected to meet, with the reason for each tolerance;
+- known misses, held to the README's figures so that a change of the model that moves them
+  updates the row: the twin draws far more than Seren at the median (Seren's median GPU has
+  kernels resident — GPU utilisation 99 % — and draws 96 W, near active idle: utilisation does
+  not say what a kernel draws), and less in the top decile (the BioHPC mapping puts a fully busy
+  GPU at 0.83 of its dynamic power, ~330 W, where Seren's heaviest jobs run at the 400 W limit
+  and above it in excursions).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from twin.workload.fleet import (
+    REPLAY,
+    compare,
+    demanded_utilisation,
+    fleet_devices,
+    replay_table,
+    run_fleet,
+    seren_cdf,
+)
+
+#: Power quantiles of idle GPUs: the catalogue's ``p_idle`` is Seren's own median idle power, so
+#: this checks the idle model's bookkeeping (leakage at the twin's idle die temperature), ±5 %.
+IDLE_POWER = ("p10", "p25")
+#: The busy GPUs' p75: the project's bar for power held out on another period (BioHPC, ±15 %).
+BUSY_POWER = ("p75",)
+#: Die temperature [K]: the inlet is an estimate (22 degC; ASHRAE's recommended 18-27 degC is
+#: ±4.5 K around its centre) and the GPU heat sinks see the server's mixed exhaust, host heat
+#: included (~5 K at idle, not modelled): ±8 K where the twin's power is within its bars or the
+#: temperature does not follow the power miss (p90, p99: Seren's busiest GPUs draw more, and read
+#: cooler per watt, than the twin's).
+DIE_TEMPERATURE = {"p10": 8.0, "p25": 8.0, "p90": 8.0, "p99": 8.0}
+#: Known misses as the README states them: power ratio twin / measured (±10 % of it) and die
+#: temperature difference twin − measured [K] (±2 K: the reading's 1 K resolution, twice).
+KNOWN_POWER = {"p50": 3.40, "p90": 0.84, "p99": 0.76, "mean": 1.43}
+KNOWN_TEMPERATURE = {"p50": 23.0, "p75": 9.0, "mean": 10.4}
+
+
+@pytest.fixture(scope="module")
+def result():
+    return run_fleet()
+
+
+@pytest.fixture(scope="module")
+def table(result):
+    return compare(result)
+
+
+def test_replay_is_the_measured_distribution():
+    """The shipped replay table is what twin.workload.fleet draws, and its idle share is Seren's."""
+    shipped = pd.read_csv(REPLAY)
+    devices = fleet_devices()
+    drawn = replay_table(devices, demanded_utilisation(len(devices)))
+    assert list(shipped["device"]) == list(drawn["device"]) and len(devices) == 256
+    np.testing.assert_allclose(shipped["u"], drawn["u"], atol=1e-6)
+    cdf, util = seren_cdf("gpu_util")
+    idle_share = cdf[util > 0][0] / 100.0  # the first cumulative share with a kernel running
+    assert abs((shipped["u"] == 0).mean() - idle_share) <= 1.0 / len(devices) + 1e-3
+
+
+def test_power_and_temperature_are_monotone_in_utilisation(result):
+    """The assumption behind comparing marginal quantiles holds in the twin."""
+    ordered = result.sort_values("u", kind="stable")
+    assert (np.diff(ordered["p"]) >= -1e-6).all()
+    assert (np.diff(ordered["t_die"]) >= -0.05).all()  # neighbours in one server share its air
+
+
+@pytest.mark.parametrize("q", IDLE_POWER)
+def test_idle_power_quantiles(table, q):
+    assert abs(table.loc[("power", q), "ratio"] - 1) <= 0.05, table.loc["power"]
+
+
+@pytest.mark.parametrize("q", BUSY_POWER)
+def test_busy_power_quantile(table, q):
+    assert abs(table.loc[("power", q), "ratio"] - 1) <= 0.15, table.loc["power"]
+
+
+@pytest.mark.parametrize("q", list(DIE_TEMPERATURE))
+def test_die_temperature_quantiles(table, q):
+    assert abs(table.loc[("t_gpu", q), "difference"]) <= DIE_TEMPERATURE[q], table.loc["t_gpu"]
+
+
+@pytest.mark.parametrize("q", list(KNOWN_POWER))
+def test_known_power_misses_are_the_readme_figures(table, q):
+    assert table.loc[("power", q), "ratio"] == pytest.approx(KNOWN_POWER[q], rel=0.10), table.loc["power"]
+
+
+@pytest.mark.parametrize("q", list(KNOWN_TEMPERATURE))
+def test_known_temperature_misses_are_the_readme_figures(table, q):
+    assert table.loc[("t_gpu", q), "difference"] == pytest.approx(KNOWN_TEMPERATURE[q], abs=2.0)
+
+
+def test_memory_temperature_is_not_modelled(table):
+    """The A100 has no HBM node in the twin: the row holds the measured quantiles and no twin value."""
+    rows = table.loc["t_memory"]
+    assert rows["measured"].notna().all() and rows["twin"].isna().all()
