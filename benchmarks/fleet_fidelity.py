@@ -8,6 +8,11 @@ temperature; their p10/p25/p50/p75/p90/p99 and mean are compared with the measur
 (AcmeTrace, Shanghai AI Lab / InternLM, CC-BY 4.0; NSDI 2024). Marginal quantiles only: the
 comparison assumes power and temperature are monotone in utilisation across the GPUs.
 
+Die temperature against power, the thermal path without the workload mapping: the fleet run with
+an eighth of its GPUs idle and the rest at loads evenly spread over 0..1 (the ``ladder`` probe),
+read at Seren's measured power quantiles and compared with its temperature quantiles (the
+monotone assumption pairs them), at each inlet; and the rise per watt between p10 and p90.
+
 Then the same with what was estimated or chosen changed one at a time: SM activity instead of GPU
 utilisation as the driver (no mapping), GPUs placed in random order instead of packed by
 utilisation, and the inlet at 18 and 25 degC instead of 22 degC.
@@ -24,7 +29,7 @@ import resource
 
 import pandas as pd
 
-from twin.workload.fleet import REPLAY, compare, run_fleet, write_replay
+from twin.workload.fleet import REPLAY, compare, compare_thermal, run_fleet, write_replay
 
 VARIANTS = {
     "SM activity as u": {"driver": "sm_active"},
@@ -56,6 +61,11 @@ def main() -> None:
     table = pd.DataFrame({"measured": base["measured"], **twin}).drop(index="t_memory", level=0)
     print("\nTwin under other estimates (power W, die temperature degC):")
     print(table.round(1).to_string())
+    print("\nDie temperature at the measured power quantiles (the ladder probe; slope in K/W):")
+    for inlet in (None, 18.0, 25.0):
+        label = "inlet 22 degC (the scenario's)" if inlet is None else f"inlet {inlet:g} degC"
+        print(f"{label}:")
+        print(compare_thermal(run_fleet(driver="ladder", cold_aisle=inlet)).round(3).to_string())
     print(f"\nCPU time {_cpu():.1f} s (user + sys, resource.getrusage)")
 
 

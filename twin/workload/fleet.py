@@ -78,12 +78,14 @@ def demanded_utilisation(n: int, driver: str = "gpu_util", mapping: dict | None 
     ----------
     n : int
         Number of GPUs.
-    driver : {"gpu_util", "sm_active"}
+    driver : {"gpu_util", "sm_active", "ladder"}
         ``gpu_util``: nvidia-smi GPU utilisation through the BioHPC-fitted mapping
         (:func:`twin.workload.measured.kernel_activity` with ``mapping``, default the fit of
         :func:`twin.workload.measured.utilisation_bins`), the twin's calibrated reading of that
         counter. ``sm_active``: DCGM SM activity taken as the share of dynamic power, with no
-        fitted number (a comparison of the two readings, not a calibrated path).
+        fitted number (a comparison of the two readings, not a calibrated path). ``ladder``: an
+        eighth of the GPUs idle and the rest at u evenly spread over 0..1, not a measurement: a
+        probe of die temperature against power (:func:`compare_thermal`).
     mapping : dict, optional
         ``activity`` and ``latency_share`` for ``gpu_util``.
 
@@ -92,6 +94,9 @@ def demanded_utilisation(n: int, driver: str = "gpu_util", mapping: dict | None 
     ndarray
         u [1] (n,); a GPU whose reading is above 0 is at least :data:`HELD` (active: a job holds it).
     """
+    if driver == "ladder":
+        idle = n // 8
+        return np.concatenate([np.zeros(idle), (np.arange(n - idle) + 0.5) / (n - idle)])
     reading = stratified_draw(driver, n) / 100.0
     if driver == "sm_active":
         u = reading
@@ -102,7 +107,7 @@ def demanded_utilisation(n: int, driver: str = "gpu_util", mapping: dict | None 
             mapping = biohpc_mapping()
         u = kernel_activity(reading, mapping["activity"], mapping["latency_share"])
     else:
-        raise ValueError(f"driver must be 'gpu_util' or 'sm_active', got {driver!r}")
+        raise ValueError(f"driver must be 'gpu_util', 'sm_active' or 'ladder', got {driver!r}")
     return np.where(reading > 0, np.clip(u, HELD, 1.0), 0.0)
 
 
@@ -200,3 +205,34 @@ def compare(result: pd.DataFrame, quantiles=QUANTILES) -> pd.DataFrame:
     out["ratio"] = out["twin"] / out["measured"]
     out["difference"] = out["twin"] - out["measured"]
     return out.set_index(["quantity", "quantile"])
+
+
+#: Quantiles of the thermal comparison [%]: Seren's p99 power (437 W) is above the 400 W limit,
+#: an excursion the twin's steady GPU does not hold, so it has no twin temperature to compare.
+THERMAL_QUANTILES = (10, 25, 50, 75, 90)
+
+
+def compare_thermal(curve: pd.DataFrame, quantiles=THERMAL_QUANTILES) -> pd.DataFrame:
+    """Die temperature at the measured power: the thermal path alone, without the workload mapping.
+
+    Under the monotone assumption Seren's power and temperature quantiles pair up (the GPU at the
+    q-th power quantile is at the q-th temperature quantile), which makes them a measured curve of
+    die temperature against power. ``curve`` is the twin's (:func:`run_fleet` with the ``ladder``
+    driver: each server's GPUs at neighbouring loads); it is read at each measured power quantile.
+    Rows ``p10``… with ``power`` [W], ``measured`` and ``twin`` [degC] and ``difference`` [K], and a
+    row ``slope`` [K/W]: the rise of die temperature per watt between the lowest and highest
+    quantile, measured and twin, with their ``ratio`` — independent of the inlet temperature.
+    """
+    q = np.asarray(quantiles, dtype=float)
+    power = seren_quantiles("power", q)
+    measured = seren_quantiles("t_gpu", q)
+    ordered = curve.sort_values("p", kind="stable")
+    twin = np.interp(power, ordered["p"].to_numpy(), ordered["t_die"].to_numpy())
+    out = pd.DataFrame({"power": power, "measured": measured, "twin": twin},
+                       index=pd.Index([f"p{x:g}" for x in quantiles], name="quantile"))
+    out["difference"] = out["twin"] - out["measured"]
+    dp = power[-1] - power[0]
+    slope = pd.DataFrame({"power": dp, "measured": (measured[-1] - measured[0]) / dp,
+                          "twin": (twin[-1] - twin[0]) / dp}, index=pd.Index(["slope"], name="quantile"))
+    slope["ratio"] = slope["twin"] / slope["measured"]
+    return pd.concat([out, slope])
