@@ -18,8 +18,9 @@ utilisation as the driver (no mapping), GPUs placed in random order instead of p
 utilisation, and the inlet at 18 and 25 degC instead of 22 degC.
 
 Usage: ``python benchmarks/fleet_fidelity.py [--write-replay]`` (``--write-replay`` rewrites the
-scenario's replay table ``scenarios/seren-fleet-util.csv`` first). Prints the tables and the CPU
-time (user + sys, ``resource.getrusage``).
+scenario's replay table ``scenarios/seren-fleet-util.csv`` first). Prints the tables, the README's
+Fidelity rows (``tests/workload/test_fleet_fidelity.py`` checks the README holds them as printed)
+and the CPU time (user + sys, ``resource.getrusage``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import resource
 
 import pandas as pd
 
-from twin.workload.fleet import REPLAY, compare, compare_thermal, run_fleet, write_replay
+from twin.workload.fleet import REPLAY, compare, compare_thermal, fleet_fidelity_rows, run_fleet, write_replay
 
 VARIANTS = {
     "SM activity as u": {"driver": "sm_active"},
@@ -66,6 +67,8 @@ def main() -> None:
         label = "inlet 22 degC (the scenario's)" if inlet is None else f"inlet {inlet:g} degC"
         print(f"{label}:")
         print(compare_thermal(run_fleet(driver="ladder", cold_aisle=inlet)).round(3).to_string())
+    print("\nREADME Fidelity rows:")
+    print("\n".join(fleet_fidelity_rows()))
     print(f"\nCPU time {_cpu():.1f} s (user + sys, resource.getrusage)")
 
 

@@ -24,6 +24,8 @@ Two kinds of check, each quantile in one:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -35,6 +37,7 @@ from twin.workload.fleet import (
     compare_thermal,
     demanded_utilisation,
     fleet_devices,
+    fleet_fidelity_rows,
     replay_table,
     run_fleet,
     seren_cdf,
@@ -125,8 +128,13 @@ def test_memory_temperature_is_not_modelled(table):
 
 
 @pytest.fixture(scope="module")
-def thermal():
-    return {inlet: compare_thermal(run_fleet(driver="ladder", cold_aisle=inlet)) for inlet in (None, 18.0, 25.0)}
+def ladder():
+    return {inlet: run_fleet(driver="ladder", cold_aisle=inlet) for inlet in (None, 18.0, 25.0)}
+
+
+@pytest.fixture(scope="module")
+def thermal(ladder):
+    return {inlet: compare_thermal(run) for inlet, run in ladder.items()}
 
 
 def test_die_temperature_rise_per_watt(thermal):
@@ -143,3 +151,12 @@ def test_rise_per_watt_does_not_depend_on_the_inlet(thermal):
 @pytest.mark.parametrize("q", [f"p{x:g}" for x in THERMAL_QUANTILES])
 def test_die_temperature_at_the_measured_power(thermal, q):
     assert abs(thermal[None].loc[q, "difference"]) <= LEVEL, thermal[None]
+
+
+def test_readme_rows_are_what_the_twin_gives(result, ladder):
+    """The README's four fleet rows are what fleet_fidelity_rows prints (regenerate them with
+    ``python benchmarks/fleet_fidelity.py``)."""
+    runs = {("gpu_util", None): result, **{("ladder", k): v for k, v in ladder.items()}}
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    for row in fleet_fidelity_rows(runs):
+        assert row in readme, row[:120]
