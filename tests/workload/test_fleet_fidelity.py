@@ -160,3 +160,13 @@ def test_readme_rows_are_what_the_twin_gives(result, ladder):
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     for row in fleet_fidelity_rows(runs):
         assert row in readme, row[:120]
+
+
+def test_power_excursion_is_the_measured_99th_percentile():
+    """The A100 SXM's catalogue excursion above its limit is Seren's p99 power over the 400 W TDP
+    (to the catalogue's two decimals)."""
+    from twin.catalog import load_catalog
+    from twin.workload.fleet import seren_quantiles
+
+    chip = load_catalog().chips["a100-sxm"]
+    assert chip.power_excursion.si == pytest.approx(seren_quantiles("power", [99])[0] / chip.tdp.si, abs=0.005)
