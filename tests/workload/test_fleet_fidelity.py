@@ -33,6 +33,7 @@ import pytest
 from twin.workload.fleet import (
     REPLAY,
     THERMAL_QUANTILES,
+    VARIANTS,
     compare,
     compare_thermal,
     demanded_utilisation,
@@ -41,6 +42,7 @@ from twin.workload.fleet import (
     replay_table,
     run_fleet,
     seren_cdf,
+    variant_table,
 )
 
 #: Power quantiles of idle GPUs: the catalogue's ``p_idle`` is Seren's own median idle power, so
@@ -153,12 +155,19 @@ def test_die_temperature_at_the_measured_power(thermal, q):
     assert abs(thermal[None].loc[q, "difference"]) <= LEVEL, thermal[None]
 
 
-def test_readme_rows_are_what_the_twin_gives(result, ladder):
-    """The README's four fleet rows are what fleet_fidelity_rows prints (regenerate them with
+@pytest.fixture(scope="module")
+def variants(result):
+    return {"default": result, **{label: run_fleet(**kw) for label, kw in VARIANTS.items()}}
+
+
+def test_readme_rows_and_table_are_what_the_twin_gives(result, ladder, variants):
+    """The README's four fleet rows and its table of the fleet under other choices are what
+    fleet_fidelity_rows and variant_table print (regenerate them with
     ``python benchmarks/fleet_fidelity.py``)."""
-    runs = {("gpu_util", None): result, **{("ladder", k): v for k, v in ladder.items()}}
+    runs = {("gpu_util", None): result, ("gpu_util", 18.0): variants["inlet 18 °C"],
+            ("gpu_util", 25.0): variants["inlet 25 °C"], **{("ladder", k): v for k, v in ladder.items()}}
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    for row in fleet_fidelity_rows(runs):
+    for row in fleet_fidelity_rows(runs) + variant_table(variants):
         assert row in readme, row[:120]
 
 

@@ -322,3 +322,42 @@ def fleet_fidelity_rows(runs: dict | None = None) -> list[str]:
         + " °C | not modelled | — (`test_memory_temperature_is_not_modelled`) | the A100 has no HBM node in the "
         "twin (the thermal network has one; the catalogue gives no A100 figures for it) |",
     ]
+
+
+#: The variants of :func:`variant_table`: column label → :func:`run_fleet` arguments.
+VARIANTS = {
+    "SM activity as u": {"driver": "sm_active"},
+    "shuffled placement": {"placement": "shuffled"},
+    "inlet 18 °C": {"cold_aisle": 18.0},
+    "inlet 25 °C": {"cold_aisle": 25.0},
+}
+
+
+def variant_table(runs: dict | None = None) -> list[str]:
+    """The README's markdown table of the fleet under other choices, one at a time.
+
+    ``runs`` maps ``"default"`` and each :data:`VARIANTS` label to a :func:`run_fleet` result;
+    missing ones are run. Power columns: measured, the twin, SM activity as u, shuffled placement;
+    die temperature columns: measured, the twin, inlet 18 and 25 °C, shuffled placement; then the
+    measured HBM temperature.
+    """
+    runs = dict(runs or {})
+    if "default" not in runs:
+        runs["default"] = run_fleet()
+    for label, kw in VARIANTS.items():
+        if label not in runs:
+            runs[label] = run_fleet(**kw)
+    t = {k: compare(v) for k, v in runs.items()}
+    base = t["default"]
+    power = [("measured", base.loc["power", "measured"]), ("twin", base.loc["power", "twin"])] + [
+        (k, t[k].loc["power", "twin"]) for k in ("SM activity as u", "shuffled placement")]
+    die = [("measured", base.loc["t_gpu", "measured"]), ("twin", base.loc["t_gpu", "twin"])] + [
+        (k, t[k].loc["t_gpu", "twin"]) for k in ("inlet 18 °C", "inlet 25 °C", "shuffled placement")]
+    header = (["quantile", "power measured (W)"] + [k for k, _ in power[1:]] + ["die measured (°C)"]
+              + [k for k, _ in die[1:]] + ["HBM measured (°C)"])
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    for q in base.loc["power"].index:
+        cells = [q] + [f"{col[q]:.1f}" for _, col in power] + [f"{col[q]:.1f}" for _, col in die]
+        cells.append(f"{base.loc[('t_memory', q), 'measured']:.1f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
