@@ -159,3 +159,46 @@ def store_object(kind: str, digest: str, value, shared: tuple = ()) -> None:
     these very objects where ``value`` did (a model field's default NaN, say, which equals
     nothing but itself, so a copy would make equal models compare unequal)."""
     _store(kind, f"{digest}.pickle", lambda fh: _Pickler(fh, shared).dump(value))
+
+
+def load_bytes(kind: str, digest: str) -> bytes | None:
+    """The bytes stored under ``kind``/``digest`` by :func:`store_bytes`, or None (absent or
+    unreadable)."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    try:
+        return (folder / kind / f"{digest}.pickle").read_bytes()
+    except Exception:  # missing or unreadable: compute instead
+        return None
+
+
+def store_bytes(kind: str, digest: str, value: bytes) -> None:
+    """Store ``value`` under ``kind``/``digest`` if the folder can be written (atomically)."""
+    _store(kind, f"{digest}.pickle", lambda fh: fh.write(value))
+
+
+@functools.cache
+def library_signature(*names: str) -> tuple:
+    """(name, path, size, modification time) of each installed library's ``__init__`` and
+    ``version`` files, found without importing it: part of the key of a value that library
+    computed (another version has other files); None for one that is not installed."""
+    import importlib.util
+
+    out = []
+    for name in names:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        origin = getattr(spec, "origin", None)
+        if not origin:
+            out.append((name, None))
+            continue
+        for path in (Path(origin), Path(origin).with_name("version.py")):
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            out.append((name, str(path), st.st_size, st.st_mtime_ns))
+    return tuple(out)

@@ -94,6 +94,7 @@ def test_model_defaults_made_without_validation_equal_validated_ones():
                     assert d == validated and d.model_fields_set == validated.model_fields_set, type(d).__name__
     assert found >= 16
     from twin.scenario.model import CDUSpec
-    from twin.sim.build import DEFAULT_CDU
+    from twin.sim.build import default_cdu
 
-    assert DEFAULT_CDU == CDUSpec(name="cdu-1") and DEFAULT_CDU.model_fields_set == {"name"}
+    made = default_cdu(Scenario.model_construct())
+    assert made == CDUSpec(name="cdu-1") and made.model_fields_set == {"name"}

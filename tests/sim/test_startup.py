@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.conftest import ROOT, SCENARIOS
 
 #: Imported only when needed: pandas (replay files, weather, the plant's calendar), scipy's ODE
@@ -209,3 +211,76 @@ def test_twin_run_errors_and_help_are_those_of_the_whole_command_group(tmp_path)
     codes = [r[0][0] for r in results]
     assert codes == [2, 0, 2, 2, 0, 2]
     assert "bogus" in results[2][0][2] and f"{bad}:4:" in results[2][0][2]
+
+
+#: Not imported by ``twin run`` once its scenario is in the start-up cache: the scenario and
+#: catalogue are read as stand-ins of their models (twin.scenario.plain), the plain command line
+#: is converted without typer's pydantic adapters (twin.cli.fastparse), and the variable registry
+#: is read from the cache without importing the plant's equipment.
+WARM_LAZY = ("pydantic", "pydantic_core", "typer._adapters", "twin.scenario.model", "twin.catalog.model",
+             "twin.cooling.config", "twin.cooling.condenser_pumps", "twin.calibrate.spec", "importlib.metadata")
+
+
+def test_warm_twin_run_reaches_first_step_without_pydantic(tmp_path):
+    code = (
+        "import json, os, sys\n"
+        "import twin.sim.driver as driver\n"
+        "def first_step(self, *args, **kwargs):\n"
+        f"    print(json.dumps(sorted(m for m in {WARM_LAZY!r} if sys.modules.get(m) is not None)), flush=True)\n"
+        "    os._exit(0)\n"
+        "driver.Simulation.run = first_step\n"
+        "from twin.cli import main\n"
+        f"sys.argv = ['twin', 'run', {str(SCENARIOS / 'quickstart.yaml')!r}, '--duration', '2 s', '-o', "
+        f"{str(tmp_path / 'q.zarr')!r}]\n"
+        "main()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TWIN_KERNEL"}
+    env["TWIN_CACHE_DIR"] = str(tmp_path / "cache")
+    loaded = []
+    for _ in range(2):
+        proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                              timeout=300, env=env)
+        assert proc.returncode == 0, proc.stderr
+        loaded.append(json.loads(proc.stdout.splitlines()[-1]))
+    assert "pydantic" in loaded[0]  # validated the first time
+    assert loaded[1] == []
+
+
+def test_plain_command_lines_give_run_what_typer_gives(monkeypatch):
+    """twin.cli.fastparse converts a plain ``twin run`` command line into the arguments typer's
+    parser gives the command, and leaves every other line to typer."""
+    import functools
+
+    import typer.main
+
+    import twin.cli as cli
+    import twin.cli.run as run_module
+    from twin.cli import fastparse
+
+    function = run_module.run
+    got = {}
+
+    @functools.wraps(function)
+    def spy(**kwargs):
+        got.update(kwargs)
+
+    monkeypatch.setattr(run_module, "run", spy)
+    command = typer.main.get_command(cli.make_app("run")).commands["run"]
+    plain_lines = [
+        ["s.yaml"],
+        ["s.yaml", "-o", "out/q.zarr", "--duration", "1 h", "--step=2 s", "--seed", "42"],
+        ["--record", "rack=off", "s.yaml", "--record", "device=10 s", "--progress", "--allow-large"],
+        ["s.yaml", "--no-progress", "--solver", "reference", "--openmetrics", "m.txt", "-oq.nc"],
+        ["s.yaml", "--ensemble", "4", "--workers", "0", "--keep-members"],
+    ]
+    other_lines = [[], ["--help"], ["s.yaml", "--help"], ["s.yaml", "--seed", "x"], ["s.yaml", "--seed", "-1"],
+                   ["s.yaml", "t.yaml"], ["s.yaml", "--bogus"], ["s.yaml", "--duration"], ["s.yaml", "-o", ""],
+                   ["s.yaml", "--", "x"], ["s.yaml", "--allow-large=1"]]
+    for line in plain_lines:
+        got.clear()
+        with pytest.raises(SystemExit) as info:
+            cli.make_app("run")(["run", *line])
+        assert info.value.code in (0, None), line
+        assert fastparse.parse(command, function, line) == got, line
+    for line in other_lines:
+        assert fastparse.parse(command, function, line) is None, line

@@ -118,13 +118,37 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+#: Commands whose plain command lines are converted without typer's pydantic adapters
+#: (:mod:`twin.cli.fastparse`): those where start-up time matters.
+FAST_COMMANDS = ("run",)
+
+
+def _run_fast(app: typer.Typer, name: str, args: list[str]) -> None:
+    """Run command ``name`` with ``args`` converted by :mod:`twin.cli.fastparse` and exit, or
+    return (the command line is not plain: typer parses it)."""
+    import importlib
+
+    import typer.main
+
+    from twin.cli import fastparse
+
+    module, function = COMMANDS[name]
+    function = getattr(importlib.import_module(module), function)
+    kwargs = fastparse.parse(typer.main.get_command(app).commands[name], function, args)
+    if kwargs is not None:
+        fastparse.invoke(function, kwargs)
+
+
 def main():
     """The ``twin`` console script: parses ``sys.argv`` with the group of the one command named
     there (or the whole group when none is, or for ``--help``/``--version``)."""
     args = sys.argv[1:]
     only = args[0] if args and args[0] in COMMANDS else None
     try:
-        make_app(only)()
+        app = make_app(only)
+        if only in FAST_COMMANDS:
+            _run_fast(app, only, args[1:])  # exits when the command line is plain
+        app()
     finally:
         # The command is over: a SIGINT or SIGTERM now (while the interpreter shuts down) has
         # nothing left to stop, and must not turn a finished command into a death by signal.

@@ -123,14 +123,16 @@ def positive_option(text: str | None, dimension: str, option: str) -> float | No
 
 
 def load(scenario: Path, duration=None, step=None, seed=None, record=None, *, output: Path | None = None,
-         streamed: bool | None = None, allow_large: bool = False):
+         streamed: bool | None = None, allow_large: bool = False, plain: bool = False):
     """Load a scenario with the command-line overrides; a bad option is blamed on the option.
 
     ``output`` (the ``-o`` of ``twin run``) or ``streamed`` tell the resource estimate whether
-    the result is kept in memory; ``allow_large`` confirms a run above its limits.
+    the result is kept in memory; ``allow_large`` confirms a run above its limits; ``plain``
+    returns the scenario as stand-ins of its models, read without pydantic when the start-up
+    cache holds it (``load_scenario(..., plain=True)``).
     """
     from twin.scenario import load_scenario
-    from twin.scenario.model import GROUPS
+    from twin.scenario.names import GROUPS
     from twin.sim.resources import check_loaded
 
     overrides, options = {}, {}
@@ -156,7 +158,7 @@ def load(scenario: Path, duration=None, step=None, seed=None, record=None, *, ou
     try:
         if streamed is None and output is not None:
             streamed = Path(output).suffix.lower() == ".zarr"
-        loaded = load_scenario(scenario, overrides, options)
+        loaded = load_scenario(scenario, overrides, options, plain=plain)
         try:
             check_loaded(loaded, streamed=streamed, allow_large=allow_large)  # before anything is built
         except ScenarioError as exc:  # say which options made it too large, as the loader does

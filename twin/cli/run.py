@@ -49,7 +49,7 @@ def run(
 
     if solver not in INTEGRATORS:
         fail(f"--solver: unknown '{solver}' (known: {', '.join(INTEGRATORS)})")
-    loaded = load(scenario, duration, step, seed, record, output=output, allow_large=allow_large)
+    loaded = load(scenario, duration, step, seed, record, output=output, allow_large=allow_large, plain=True)
     path = output or Path(loaded.scenario.output or f"out/{loaded.scenario.name}.nc")
     try:
         output_format(path)

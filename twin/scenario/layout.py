@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from twin.catalog import Catalog
-from twin.scenario.model import RackSpec
+if TYPE_CHECKING:
+    from twin.catalog import Catalog
+    from twin.scenario.model import RackSpec
 
 
 @dataclass(frozen=True)

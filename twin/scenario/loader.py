@@ -13,17 +13,21 @@ import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
-from pydantic import BaseModel, ValidationError
 
-from twin.catalog import Catalog, load_catalog
-from twin.catalog.model import CatalogError
 from twin.scenario.errors import FieldError, OptionError, ScenarioError, format_path
 from twin.scenario.files import FileProblem, check_epw, check_table, read_text_file
 from twin.scenario.layout import expand_cdus, expand_racks
-from twin.scenario.model import EVENT_KINDS, GROUPS, Scenario
+from twin.scenario.names import EVENT_KINDS, GROUPS
 from twin.text import excerpt
+
+if TYPE_CHECKING:  # pydantic and the models are imported when a scenario is validated
+    from pydantic import ValidationError
+
+    from twin.catalog import Catalog
+    from twin.scenario.model import Scenario
 
 MAX_FILE_BYTES = 5_000_000
 #: Deepest nesting of mappings and lists in a scenario (the bundled ones need 7).
@@ -149,6 +153,10 @@ def _unwrap(tp):
 
 def _model_at(loc: tuple):
     """The pydantic model class found at ``loc`` inside a Scenario, if any."""
+    from pydantic import BaseModel
+
+    from twin.scenario.model import Scenario
+
     tp = Scenario
     for part in loc:
         tp = _unwrap(tp)
@@ -248,7 +256,7 @@ def _validation_error(exc: ValidationError, prefix: tuple, data=None) -> FieldEr
 
 
 def load_scenario(path: str | Path, overrides: dict | None = None,
-                  options: dict[str, str] | None = None) -> LoadedScenario:
+                  options: dict[str, str] | None = None, *, plain: bool = False) -> LoadedScenario:
     """Read, validate and cross-check a scenario file.
 
     Parameters
@@ -263,6 +271,11 @@ def load_scenario(path: str | Path, overrides: dict | None = None,
         "--duration"}``). A bad value there is an :class:`OptionError` naming the option, not
         the file; an error elsewhere that only the overrides cause says which options it is
         "with".
+    plain : bool
+        Return the scenario and catalogue as stand-ins of the models (:mod:`twin.scenario.plain`:
+        the same fields and methods, no pydantic), read from the on-disk cache when the same
+        data were validated before by the same code (validated, and then stored, otherwise):
+        what ``twin run`` uses, to start without importing pydantic. The same errors either way.
 
     Returns
     -------
@@ -276,7 +289,7 @@ def load_scenario(path: str | Path, overrides: dict | None = None,
         With file, line and field path, for every kind of bad input.
     """
     try:
-        return _load_scenario(Path(path), overrides)
+        return _load_scenario(Path(path), overrides, plain)
     except ScenarioError as exc:
         if not overrides or not options or isinstance(exc, OptionError):
             raise
@@ -305,7 +318,7 @@ def _lookup(data: dict, field: str):
 SWEEP_KEYS = ("base", "parameters")
 
 
-def _load_scenario(path: Path, overrides: dict | None) -> LoadedScenario:
+def _load_scenario(path: Path, overrides: dict | None, plain: bool = False) -> LoadedScenario:
     text, lines, data = read_document(path, "scenario")
     if all(k in data for k in SWEEP_KEYS) and "halls" not in data:
         raise ScenarioError("this is a sweep file (it has 'base' and 'parameters'), not a scenario; "
@@ -316,7 +329,7 @@ def _load_scenario(path: Path, overrides: dict | None) -> LoadedScenario:
             data[key] = {**data[key], **value}
         else:
             data[key] = value
-    return _validated(data, text, path, lines, layers)
+    return _validated(data, text, path, lines, layers, plain)
 
 
 def scenario_from_data(data: dict, path: str | Path, text: str = "") -> LoadedScenario:
@@ -326,22 +339,84 @@ def scenario_from_data(data: dict, path: str | Path, text: str = "") -> LoadedSc
     return _validated(data, text, Path(path), {(): 1}, [])
 
 
-def _validated(data: dict, text: str, path: Path, lines: dict, layers: list) -> LoadedScenario:
-    where = _Layered(LoadedScenario(None, None, text, path, lines), layers)  # type: ignore[arg-type]
-    try:
-        scenario = _validate(data)
-    except ValidationError as exc:
-        raise where.locate(_validation_error(exc, (), data)) from None
-    try:
-        catalog = load_catalog().merged(scenario.catalog)
-    except CatalogError as exc:
-        raise where.locate(FieldError(("catalog",) + exc.loc, exc.message)) from None
+def _validated(data: dict, text: str, path: Path, lines: dict, layers: list, plain: bool = False) -> LoadedScenario:
+    digest = _plain_digest(data) if plain else None
+    found = _read_plain(digest) if digest is not None else None
+    if found is not None:
+        scenario, catalog = found
+    else:
+        from pydantic import ValidationError
+
+        from twin.catalog.model import CatalogError, load_catalog
+
+        where = _Layered(LoadedScenario(None, None, text, path, lines), layers)  # type: ignore[arg-type]
+        try:
+            scenario = _validate(data)
+        except ValidationError as exc:
+            raise where.locate(_validation_error(exc, (), data)) from None
+        try:
+            catalog = load_catalog().merged(scenario.catalog)
+        except CatalogError as exc:
+            raise where.locate(FieldError(("catalog",) + exc.loc, exc.message)) from None
+        if plain:
+            scenario, catalog = _store_plain(digest, scenario, catalog)
     loaded = LoadedScenario(scenario, catalog, text, path, lines)
     try:
         check_references(scenario, catalog, base=path.parent)
     except FieldError as exc:
         raise loaded.locate(exc) from None
     return loaded
+
+
+def _plain_digest(data: dict) -> str | None:
+    """The cache key of the stand-ins of ``data`` validated with the bundled catalogue merged:
+    the data's ``repr`` (plain YAML values only, else None: nothing is read or stored), the
+    catalogue file's bytes, the package's source files (path, size, modification time), the
+    Python version, the installed pydantic's files and the PyYAML version."""
+    if not _plain(data):
+        return None
+    import sys
+
+    from twin import cache
+    from twin.catalog.base import CATALOG_FILE
+
+    try:
+        catalog = CATALOG_FILE.read_bytes()
+    except OSError:
+        return None
+    return cache.key("loaded", repr(data), catalog, cache.source_signature(Path(__file__).parents[1]), sys.version,
+                     cache.library_signature("pydantic", "pydantic_core"), yaml.__version__)
+
+
+def _read_plain(digest: str):
+    """(scenario, catalogue) as stand-ins from the on-disk cache, or None."""
+    from twin import cache
+    from twin.scenario import plain
+
+    data = cache.load_bytes("loaded", digest)
+    if data is None:
+        return None
+    try:
+        scenario, catalog = plain.loads(data)
+    except Exception:  # damaged, or of classes no longer there: validate instead
+        return None
+    if getattr(type(scenario), "model_path", None) != "twin.scenario.model:Scenario" \
+            or getattr(type(catalog), "model_path", None) != "twin.catalog.model:Catalog":
+        return None
+    return scenario, catalog
+
+
+def _store_plain(digest: str | None, scenario, catalog):
+    """The validated scenario and catalogue as stand-ins (stored in the cache under ``digest``
+    when there is one), with the default CDU (:func:`twin.sim.build.default_cdu`)."""
+    from twin import cache
+    from twin.scenario import plain
+    from twin.scenario.model import CDUSpec
+
+    data = plain.dumps((scenario, catalog), {"cdu": CDUSpec.model_construct(name="cdu-1")})
+    if digest is not None:
+        cache.store_bytes("loaded", digest, data)
+    return plain.loads(data)
 
 
 def _validate(data: dict) -> Scenario:
@@ -355,6 +430,7 @@ def _validate(data: dict) -> Scenario:
     that fail validation are never stored, so every error is found and reported as before.
     """
     from twin import cache
+    from twin.scenario.model import Scenario
 
     if not _plain(data):
         return Scenario.model_validate(data)
@@ -621,6 +697,10 @@ def scenario_json_schema() -> str:
     defaults are instances of such models; the schema writes those defaults as JSON, which needs
     their classes built (pydantic 2.6, the lowest supported, fails on an unbuilt one), so every
     project model not yet built is built first."""
+    from pydantic import BaseModel
+
+    from twin.scenario.model import Scenario
+
     todo = list(BaseModel.__subclasses__())
     while todo:
         cls = todo.pop()

@@ -312,7 +312,7 @@ class CpuJob(_Strict):
     profile: Annotated[list[Segment], Field(min_length=1)]
 
 
-GROUPS = ("facility", "cdu", "rack", "sled", "device", "job")
+from twin.scenario.names import EVENT_KINDS, GROUPS  # noqa: E402,F401
 
 
 class Record(_Strict):
@@ -337,19 +337,6 @@ class Record(_Strict):
 
 from twin.cooling.config import PlantSpec  # noqa: E402
 from twin.scenario.control import ControlSpec  # noqa: E402
-
-EVENT_KINDS = {
-    # kind: what `target` names
-    "cdu_pump_trip": "cdu",
-    "cdu_failure": "cdu",
-    "coolant_flow_loss": "rack",
-    "rack_fan_failure": "rack",
-    "psu_failure": "rack",
-    "setpoint_change": "cdu",
-    "chiller_trip": "plant",
-    "dry_cooler_fan_failure": "plant",
-    "utility_outage": "plant",
-}
 
 
 class Event(_Strict):

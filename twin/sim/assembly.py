@@ -22,7 +22,7 @@ from twin.power.shelves import Shelves
 from twin.scenario.errors import FieldError
 from twin.scenario.loader import LoadedScenario
 from twin.sim.build import System
-from twin.sim.variables import CDU_MODELS
+from twin.sim.variables import cdu_model
 from twin.thermal.integrators import INTEGRATORS
 from twin.thermal.racks import RackThermal
 from twin.workload.components import Demand, JobAccounting
@@ -121,7 +121,7 @@ def _cdus(loaded: LoadedScenario, sy: System):
     if not kinds:
         volume = np.array([e.supply_volume.si if e.supply_volume is not None else 0.0 for e in entries])
         return SimpleCdu(sy, sc.site.facility_water_supply, sc.site.cold_aisle, pumps, volume)
-    return CDU_MODELS[kinds[0]](sy, sc.site.facility_water_supply, sc.site.cold_aisle, pumps, entries)
+    return cdu_model(kinds[0])(sy, sc.site.facility_water_supply, sc.site.cold_aisle, pumps, entries)
 
 
 def _plant(loaded: LoadedScenario, sy: System, step: float):

@@ -7,16 +7,19 @@ rack) is contiguous and level sums are ``np.add.reduceat`` over fixed offsets.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from twin.catalog import Catalog
 from twin.cooling.hydraulics import held_branch_flow
 from twin.power.device import dynamic_power_full
 from twin.scenario.layout import expand_cdus, expand_racks
-from twin.scenario.model import CDUSpec, Scenario
 from twin.thermal.network import CONVECTION_FLOW_EXPONENT, SledGroup, volume_to_mass_flow_air, volume_to_mass_flow_water
 from twin.units import CP_WATER
+
+if TYPE_CHECKING:
+    from twin.catalog import Catalog
+    from twin.scenario.model import CDUSpec, Scenario
 
 #: Chip figures copied into per-device arrays (name in the catalogue = name of the array).
 CHIP_FIELDS = (
@@ -24,9 +27,18 @@ CHIP_FIELDS = (
     "leak_beta", "clock_exponent", "t_throttle", "t_shutdown", "throttle_hysteresis",
 )
 
-#: The CDU of a scenario that names none (made without validation, as the models' defaults are:
-#: building CDUSpec's validator at import costs start-up time; equal to ``CDUSpec(name="cdu-1")``).
-DEFAULT_CDU = CDUSpec.model_construct(name="cdu-1")
+
+def default_cdu(scenario: Scenario) -> CDUSpec:
+    """The CDU of a scenario that names none: ``CDUSpec(name="cdu-1")``, made without validation
+    as the models' defaults are (building CDUSpec's validator costs start-up time), or its
+    stand-in for a scenario read as stand-ins (:mod:`twin.scenario.plain`), read with it."""
+    from twin.scenario import plain
+
+    if plain.is_stand_in(scenario):
+        return plain.default("cdu")
+    from twin.scenario.model import CDUSpec
+
+    return CDUSpec.model_construct(name="cdu-1")
 
 
 @dataclass
@@ -123,7 +135,7 @@ class System:
 
 def build_system(scenario: Scenario, catalog: Catalog) -> System:
     """Expand the scenario's halls, rows and racks into a :class:`System`."""
-    cdus, cdu_index = expand_cdus(list(scenario.cdus) or [DEFAULT_CDU])
+    cdus, cdu_index = expand_cdus(list(scenario.cdus) or [default_cdu(scenario)])
     shelf_names = sorted({r.power_shelf for r in catalog.racks.values()})
     shelf_curves = [
         (np.array([p[0] for p in catalog.power_shelves[n].efficiency.points]),

@@ -24,8 +24,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from twin.scenario.model import GROUPS, Scenario
+from twin.scenario.names import GROUPS
+
+if TYPE_CHECKING:
+    from twin.scenario.model import Scenario
 
 #: Bytes of state per device (measured 0.6–1.2 kB; a margin for jobs and the plant).
 BYTES_PER_DEVICE = 2048
@@ -131,9 +135,9 @@ def estimate(scenario: Scenario, catalog, streamed: bool = False) -> Estimate:
     streamed : bool
         The result is streamed to Zarr (bounded buffers) rather than kept in memory.
     """
-    from twin.sim.variables import PLANT_EQUIPMENT, VARIABLES, writers
+    from twin.sim.variables import VARIABLES, plant_classes, writers
 
-    plant_only = {c.__name__ for c in PLANT_EQUIPMENT}  # their variables are recorded only with a plant
+    plant_only = plant_classes()  # their variables are recorded only with a plant
 
     per = _per_template(catalog)
     devices = sleds = racks = 0

@@ -7,11 +7,15 @@ the job's utilisation replaces the rules'.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from twin.scenario.model import Scenario
 from twin.workload.jobs import JobSet
 from twin.workload.profile import ProfileWorkload
+
+if TYPE_CHECKING:
+    from twin.scenario.model import Scenario
 
 #: Upper bound on a block of precomputed rule values: sub-steps × devices (≈ 16 MB of float64).
 BLOCK_VALUES = 2_000_000

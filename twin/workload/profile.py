@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import fnmatch
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from twin.scenario.errors import FieldError
-from twin.scenario.model import Scenario, Segment, Select
 from twin.sim.selection import Selection
+
+if TYPE_CHECKING:
+    from twin.scenario.model import Scenario, Segment, Select
 
 
 def square_wave_mean(t0, t1, period, duty):
