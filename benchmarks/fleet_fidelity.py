@@ -11,7 +11,8 @@ comparison assumes power and temperature are monotone in utilisation across the 
 Die temperature against power, the thermal path without the workload mapping: the fleet run with
 an eighth of its GPUs idle and the rest at loads evenly spread over 0..1 (the ``ladder`` probe),
 read at Seren's measured power quantiles and compared with its temperature quantiles (the
-monotone assumption pairs them), at each inlet; and the rise per watt between p10 and p90.
+monotone assumption pairs them), at each inlet and at ±25 % of the servers' estimated air flow; and
+the rise per watt between p10 and p90.
 
 Then the same with what was estimated or chosen changed one at a time: SM activity instead of GPU
 utilisation as the driver (no mapping), GPUs placed in random order instead of packed by
@@ -31,6 +32,7 @@ import resource
 import pandas as pd
 
 from twin.workload.fleet import (
+    AIR_FLOWS,
     REPLAY,
     VARIANTS,
     compare,
@@ -67,6 +69,9 @@ def main() -> None:
         label = "inlet 22 degC (the scenario's)" if inlet is None else f"inlet {inlet:g} degC"
         print(f"{label}:")
         print(compare_thermal(run_fleet(driver="ladder", cold_aisle=inlet)).round(3).to_string())
+    for flow in AIR_FLOWS:
+        print(f"server air flow {flow:g} m3/s (catalogue estimate 0.4):")
+        print(compare_thermal(run_fleet(driver="ladder", air_flow=flow)).round(3).to_string())
     print("\nREADME Fidelity rows:")
     print("\n".join(fleet_fidelity_rows()))
     print(f"\nCPU time {_cpu():.1f} s (user + sys, resource.getrusage)")

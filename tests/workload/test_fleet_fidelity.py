@@ -58,7 +58,8 @@ BUSY_POWER = ("p75",)
 DIE_TEMPERATURE = {"p10": 8.0, "p25": 8.0, "p90": 8.0, "p99": 8.0}
 #: Die temperature at the measured power (the thermal path alone): the rise per watt between the
 #: p10 and p90 power quantiles, ±15 % — it does not depend on the inlet, and the heat sink's and
-#: package's resistances behind it are estimates (the BioHPC PCIe card's fitted heat sink is 4.4×
+#: package's resistances and the server's air flow behind it are estimates (±15 % spans about
+#: ±20 % of air flow) (the BioHPC PCIe card's fitted heat sink is 4.4×
 #: its estimate, so this is a real check of the SXM one); Seren reads whole kelvins, 3 % of its 33 K
 #: rise. The level at each quantile: ±8 K, the inlet and air path as for DIE_TEMPERATURE.
 SLOPE = 0.15
@@ -166,6 +167,7 @@ def test_readme_rows_and_table_are_what_the_twin_gives(result, ladder, variants)
     ``python benchmarks/fleet_fidelity.py``)."""
     runs = {("gpu_util", None): result, ("gpu_util", 18.0): variants["inlet 18 °C"],
             ("gpu_util", 25.0): variants["inlet 25 °C"], **{("ladder", k): v for k, v in ladder.items()}}
+    # the air-flow sensitivity runs (two more ladders) are made by fleet_fidelity_rows itself
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     for row in fleet_fidelity_rows(runs) + variant_table(variants):
         assert row in readme, row[:120]
