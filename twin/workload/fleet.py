@@ -125,8 +125,8 @@ def replay_table(devices, u, placement: str = "packed", seed: int = 0) -> pd.Dat
     ``packed`` assigns the values in ascending order along the devices (so a server's eight GPUs
     hold neighbouring values: multi-GPU jobs fill whole servers, and much of Seren's GPU time is in
     them — cluster_summary.csv: a mean 5.7 GPUs per job against a median of 1, the largest 1,024);
-    ``shuffled`` assigns them in a seeded
-    random order (busy and idle GPUs side by side in every server).
+    ``shuffled`` assigns them in a seeded random order (busy and idle GPUs side by side in every
+    server).
     """
     u = np.sort(np.asarray(u, dtype=float))
     if placement == "shuffled":
