@@ -130,6 +130,7 @@ class CduBank:
         self.pumps.restore_all()
         self.cdu_down = np.zeros(n, dtype=bool)
         self._valve_table = None
+        self._g_last = None
         self.empty_pipes()
 
     def empty_pipes(self) -> None:
@@ -156,9 +157,26 @@ class CduBank:
         """Σ C·T of the secondary loops [J] (from 0 degC)."""
         return self.c_secondary @ self.t_secondary
 
+    #: Reuse the last conductance when asked again for the same flows (byte for byte): the
+    #: plant step's loops ask for the flows whose conductance the previous step computed for
+    #: the supply it gave (same secondary flow, the valves it set), so a steady loop computes
+    #: each exchanger's conductance once a step instead of twice, with identical results.
+    memo_conductance = True
+
     def conductance(self, m_s, m_p):
         """G = ε C_min of each CDU exchanger [W/K] at secondary and primary flows [kg/s]
         (arrays of n CDUs, or several sets of n stacked end to end)."""
+        key = None
+        if self.memo_conductance:
+            key = (m_s.tobytes(), m_p.tobytes())
+            if self._g_last is not None and self._g_last[0] == key:
+                return self._g_last[1].copy()
+        g = self._conductance(m_s, m_p)
+        if key is not None:
+            self._g_last = (key, g.copy())
+        return g
+
+    def _conductance(self, m_s, m_p):
         reps = m_s.size // self.n_cdu
         m_sd, m_pd, ua_d = (np.tile(a, reps) if reps > 1 else a
                             for a in (self.m_s_design, self.m_p_design, self.ua_design))
