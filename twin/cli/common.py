@@ -8,8 +8,6 @@ import sys
 import time
 from pathlib import Path
 
-import typer
-
 from twin.scenario.errors import ScenarioError
 
 #: Width of output that is not a terminal: lines and tables are never wrapped for a pipe or a
@@ -101,9 +99,17 @@ EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 
+def Exit(code: int = 0):  # noqa: N802 (it stands for the exception class)
+    """``typer.Exit(code)``: ends the command with exit code ``code`` (typer imported here, so
+    that a command that does not fail does not import it for this)."""
+    import typer
+
+    return typer.Exit(code)
+
+
 def fail(message: str, code: int = EXIT_BAD_INPUT):
     err.print(message)
-    raise typer.Exit(code)
+    raise Exit(code)
 
 
 def positive_option(text: str | None, dimension: str, option: str) -> float | None:
