@@ -43,8 +43,9 @@ def relax(t0, capacity, q, k, t_ref, dt):
     with φ → 1 and ψ → ½ as x → 0 (no loss term: a linear ramp). So the heat lost over the
     step, k (T̄ − T_ref) dt, and the stored change C (T(dt) − T₀) add up to q·dt exactly.
     """
-    t0, capacity, q, k, t_ref = np.broadcast_arrays(
-        *(np.asarray(v, dtype=float) for v in (t0, capacity, q, k, t_ref)))
+    # elementwise throughout: numpy's broadcasting gives each element the same operations as
+    # broadcasting the inputs first would (and costs no views)
+    t0, capacity, q, k, t_ref = (np.asarray(v, dtype=float) for v in (t0, capacity, q, k, t_ref))
     x = k * dt / capacity
     small = x < 1e-4
     xs = np.where(small, 1.0, x)
