@@ -115,9 +115,8 @@ class QuietBlocks:
         q = cls(sim)
         if q.chips.sy is None or type(q.racks.integrator) is not ExponentialIntegrator:
             return None
-        # the compiled loop: the workload rules alone (jobs, their power floors and ramps: per step)
-        q._compile = (getattr(sim, "block_kernel", "numpy") == "numba" and q.accounting is None
-                      and not q.chips.smoothing)
+        # the compiled loop (a block whose jobs' demand cannot be written ahead: per step)
+        q._compile = getattr(sim, "block_kernel", "numpy") == "numba"
         return q
 
     def compiled(self):
@@ -283,7 +282,16 @@ class QuietBlocks:
         buf = self._buffers(k)
         cursor = sim.workload.cursor()
         U = sim.workload.rules_ahead(sim.step_index, k, buf["device.u"])
-        n = self._fused(U, sim.step_index, k, buf)
+        jobs, watch, finish = sim.workload.jobs, None, None
+        if jobs is not None:
+            st = sim.state
+            plan = jobs.ahead(sim.step_index, sim.h, k, sim.n_sub, st["device.clock_limit"], st["device.tripped"], U)
+            if plan is None:  # (a job's demand reads the loop now: the block is stepped)
+                sim.workload.restore(cursor)
+                return 0
+            steps, watch, finish = plan
+            U = U[:steps]
+        n = self._fused(U, sim.step_index, buf, watch, finish)
         if n < k:  # the workload as after the steps taken
             sim.workload.restore(cursor)
             sim.workload.rules_ahead(sim.step_index, n)
@@ -301,19 +309,24 @@ class QuietBlocks:
                   "rack.psu_overload": (sy.n_racks,), "rack.throttled": (sy.n_racks,), "rack.capped": (sy.n_racks,),
                   "t_cool": (sy.sled_name.size,), "t_air": (sy.sled_name.size,)}
         flags = ("device.throttled", "device.tripped", "rack.capped")
+        jobs = self.loop_keys[len(LOOP_KEYS):]  # (the job accounting's outputs)
+        if jobs:
+            shapes.update(dict.fromkeys(jobs, (len(self.accounting.jobs.jobs),)))
         return {key: np.empty((k,) + shapes.get(key, (n,)), dtype=bool if key in flags else float)
-                for key in (*LOOP_KEYS[:1], *LOOP_KEYS[2:], "t_cool", "t_air")}
+                for key in (*LOOP_KEYS[:1], *LOOP_KEYS[2:], *jobs, "t_cool", "t_air")}
 
-    def _fused(self, U, i0: int, k: int, buf: dict) -> int:
-        """The compiled loop over up to ``k`` steps, then what the components add per step
-        (totals, first throttle and trip, the per-rack and per-sled sums); returns the steps
-        taken."""
+    def _fused(self, U, i0: int, buf: dict, watch=None, finish=None) -> int:
+        """The compiled loop over up to ``U.shape[0]`` steps, then what the components add per
+        step (totals, first throttle and trip, the per-rack and per-sled sums, the jobs'
+        progress and attributed power: ``finish`` of :meth:`twin.workload.jobs.JobSet.ahead`,
+        with ``watch`` the devices whose clocks and trips the jobs' demand assumed); returns
+        the steps taken."""
         sim, sy, st, h = self.sim, self.sim.system, self.sim.state, self.sim.h
         gov, tot = self.governors, sim.totals
         fixed = sy.sled_overhead + st["sled.p_fan"]
         capacity = np.minimum(st["rack.shelf_capacity"], self.shelves.shelf_capacity)
         off_before = np.array(st["device.tripped"], dtype=bool)  # (the trips each step starts with)
-        n = self.fused.run(U, i0, h, capacity, sy.rack_sum(fixed), buf)
+        n = self.fused.run(U, i0, h, capacity, sy.rack_sum(fixed), buf, watch)
         if n == 0:
             return 0
         P, thr, off = buf["device.p"][:n], buf["device.throttled"][:n], buf["device.tripped"][:n]
@@ -348,17 +361,25 @@ class QuietBlocks:
                 gov.first_trip = (i0 + int(np.argmax(tripped))) * h + h
             for _ in range(int(np.count_nonzero(tripped))):
                 tot.tripped_seconds += h
-        self._work(U[:n], buf["device.clock"][:n], off_before, off)
+        off_start = np.concatenate([off_before[None], off[:-1]])  # (each step's trips as it starts)
+        self._work(U[:n], buf["device.clock"][:n], off_start)
+        if finish is not None:  # the jobs as after the n steps; their per-step outputs, and accounting
+            progress, rate, tokens, state = finish(n, buf["device.clock"][:n], off_start)
+            buf["job.progress"][:n], buf["job.throughput"][:n], buf["job.tokens"][:n] = progress, rate, tokens
+            buf["job.state"][:n] = state
+            buf["job.p"][:n] = self.accounting.jobs.account_block(buf["device.p_step"][:n], h)
+            if self.chips.smoothing:  # (no floor nor ramp: the smoothing is the identity)
+                self.chips.p_prev = P[n - 1, -1].copy()
         st["device.u"] = U[n - 1]
         st["device.repair"] = None
         return n
 
-    def _work(self, U, clock, off_before, off) -> None:
+    def _work(self, U, clock, off_start) -> None:
         """The compute work ChipPower counts each step (demanded, and lost to clocks below 1
         and devices off) over the compiled loop's steps, added step by step."""
         tot, h, w = self.sim.totals, self.sim.h, self.chips.compute
         uw = (U[:, 0] if U.shape[1] == 1 else U.mean(axis=1)) * w
-        on = ~np.concatenate([off_before[None], off[:-1]])
+        on = ~off_start
         eff = np.where(on, clock, 0.0)
         demand, lost = float(tot.demand_device_seconds), float(tot.lost_work_device_seconds)
         for d, x in zip(uw.sum(axis=1).tolist(), np.einsum("ij,ij->i", 1.0 - eff, uw).tolist()):

@@ -84,7 +84,7 @@ class FusedLoop:
         self._w = (list(blocks), arrays)
         return arrays
 
-    def run(self, U, i0: int, h: float, capacity, fixed_rack, out) -> int:
+    def run(self, U, i0: int, h: float, capacity, fixed_rack, out, watch=None) -> int:
         """Take up to ``U.shape[0]`` steps of the loop from the present state; returns how many.
 
         Parameters
@@ -102,6 +102,10 @@ class FusedLoop:
         out : dict
             Preallocated (k, …) arrays of :data:`twin.sim.block.LOOP_KEYS` (and ``t_cool``,
             ``t_air``) the steps are written into.
+        watch : ndarray of int, optional
+            Devices whose demand was computed ahead at full clock (the synchronous jobs'
+            gangs): the loop stops before a step that would start with one of them below full
+            clock or tripped (:meth:`twin.workload.jobs.JobSet.ahead`).
         """
         q = self.quiet
         st, racks, gov = q.sim.state, q.racks, q.governors
@@ -117,8 +121,9 @@ class FusedLoop:
         limit = np.ascontiguousarray(gov.p_limit, dtype=float)
         held = np.ascontiguousarray(st["device.held"], dtype=np.bool_)
         rack_limit = np.ascontiguousarray(capacity * (1.0 - SHELF_MARGIN), dtype=float)
+        watch = _NONE if watch is None else np.ascontiguousarray(watch, dtype=np.int64)
         n = _compiled()(
-            U, held, limit, *ch.args, THROTTLE_GAIN, THROTTLE_DOWN_RATE, THROTTLE_UP_RATE, CLOCK_MIN,
+            U, watch, held, limit, *ch.args, THROTTLE_GAIN, THROTTLE_DOWN_RATE, THROTTLE_UP_RATE, CLOCK_MIN,
             CLOCK_NEWTON_STEPS, float(h), self.device_rack, np.ascontiguousarray(fixed_rack, dtype=float),
             rack_limit, self.g_kd, self.g_m, self.g_sled, self.g_t, self.g_dev, self.sleds, self.devices,
             W, w_off, Q, T, clock_lim, off, gov_trip, thermal, power, racks.t_die, racks.t_die_peak,
@@ -154,6 +159,7 @@ class NumbaChip:
 
 
 _COMPILED = None
+_NONE = np.zeros(0, dtype=np.int64)
 
 
 def _compiled():
@@ -174,20 +180,25 @@ def _warm() -> None:
     (or loads it from its cache) for the argument types of :meth:`FusedLoop.run`."""
     f, i, b = np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_)
     f2, f3, b2 = np.zeros((0, 1)), np.zeros((0, 1, 1)), np.zeros((0, 1), dtype=np.bool_)
-    _compiled()(f3, b, f, *(f,) * 13, 0.0, 0.0, 0.0, 0.0, 1, 1.0, i, f, f, i, i, i, i, i, i, i, f, i, f, f,
+    _compiled()(f3, i, b, f, *(f,) * 13, 0.0, 0.0, 0.0, 0.0, 1, 1.0, i, f, f, i, i, i, i, i, i, i, f, i, f, f,
                 f, b, b, f, f, f, f, f, f, f, f3, f2, f2, f2, b2, f2, b2, f2, f2)
 
 
-def _loop(U, held, limit, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn, p_idle, ilf, excursion,
+def _loop(U, watch, held, limit, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn, p_idle, ilf, excursion,
           t_throttle, hysteresis, t_shutdown, gain, down_rate, up_rate, clock_min, newton, dt,
           device_rack, fixed_rack, rack_limit, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices,
           W, w_off, Q, T, clock_lim, off, gov_trip, thermal, power, t_die, t_die_peak, x, y, rack_p,
           P, p_step, clock_out, t_die_out, throttled_out, clock_limit_out, tripped_out, t_cool, t_air):
     """``U.shape[0]`` steps of the feedback loop; returns the number taken (a step whose
-    shelves come within the margin of ``rack_limit`` is not taken): chip power
-    (:func:`_power`), the shelves' test (:func:`_over`), the sled networks (:func:`_sleds`) and
-    the governors (:func:`_govern`), each step."""
+    shelves come within the margin of ``rack_limit`` is not taken, nor one that starts with a
+    device of ``watch`` below full clock or tripped): chip power (:func:`_power`), the
+    shelves' test (:func:`_over`), the sled networks (:func:`_sleds`) and the governors
+    (:func:`_govern`), each step."""
     for j in range(U.shape[0]):
+        if j > 0:
+            for i in range(watch.size):
+                if clock_lim[watch[i]] != 1.0 or off[watch[i]]:
+                    return j
         _power_jit(j, U, held, limit, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn, p_idle, ilf, excursion,
                    clock_lim, off, t_die, P, p_step, clock_out)
         if _over_jit(j, P, device_rack, fixed_rack, rack_limit, rack_p):

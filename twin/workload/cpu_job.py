@@ -6,7 +6,9 @@ device does none).
 
 from __future__ import annotations
 
-from twin.workload.job_kinds import JobKind, register
+import numpy as np
+
+from twin.workload.job_kinds import Ahead, JobKind, register
 from twin.workload.profile import profile_mean
 
 
@@ -21,3 +23,21 @@ class CpuBatch(JobKind):
         job.progress += work
         job.rate = work / (jobs.h_w * ts.size)
         return None
+
+    def ahead(self, jobs, job, t, ts, clock, tripped, u):
+        """The profile's levels are open-loop; the work done reads each step's clocks and trips
+        (given to ``finish``), summed as :meth:`step` sums them."""
+        level = profile_mean(job.spec.profile, ts - job.started, jobs.h_w)
+        u[..., job.devices] = level[..., None]
+        total = level.sum(axis=1) * jobs.h_w
+        n_sub = ts.shape[1]
+
+        def finish(n, clock, off):
+            dev = job.devices
+            work = total[:n] * (clock[:n][:, dev] * ~off[:n][:, dev]).sum(axis=1)
+            progress = np.add.accumulate(np.concatenate([[job.progress], work]))
+            rate = work / (jobs.h_w * n_sub)
+            job.progress, job.rate = float(progress[n]), float(rate[n - 1])
+            return progress[1:], rate, np.full(n, float(job.tokens)), np.full(n, float(job.state))
+
+        return Ahead(ts.shape[0], np.zeros(0, dtype=np.int64), finish)

@@ -11,6 +11,9 @@ scenario entry), not a change to ``JobState`` or the job set.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 import numpy as np
 
 #: Job states (recorded as numbers in the ``job`` group). UNPLACEABLE: the gang can never be
@@ -18,6 +21,24 @@ import numpy as np
 QUEUED, RUNNING, CHECKPOINT, RESTARTING, DONE, UNPLACEABLE = 0, 1, 2, 3, 4, 5
 STATE_NAMES = {QUEUED: "queued", RUNNING: "running", CHECKPOINT: "checkpoint",
                RESTARTING: "restarting", DONE: "done", UNPLACEABLE: "unplaceable"}
+
+
+@dataclass
+class Ahead:
+    """A job's demand over a block of steps, written ahead of the feedback loop
+    (:meth:`JobKind.ahead`).
+
+    ``steps``: how many of the block's steps it holds for (a failure, the last iteration or
+    another change of state ends it before the rest); ``watch``: devices whose clock and trip
+    the demand assumed (full clock, on): the loop stops before a step that starts otherwise;
+    ``finish(n, clock, off)``: sets the job as after the first ``n`` steps, given each step's
+    starting clocks and trips (n, devices), and returns its per-step progress, rate, tokens and
+    state, (n,) each.
+    """
+
+    steps: int
+    watch: np.ndarray
+    finish: Callable
 
 
 class JobKind:
@@ -58,6 +79,16 @@ class JobKind:
         utilisation into ``u`` (sub-steps, devices) and set its progress, tokens and rate.
         Returns the devices to repair (their job restarted), or None."""
         raise NotImplementedError
+
+    def ahead(self, jobs, job, t: np.ndarray, ts: np.ndarray, clock: np.ndarray, tripped: np.ndarray,
+              u: np.ndarray) -> Ahead | None:
+        """Write a running job's utilisation for the steps starting at ``t`` (k,) into ``u``
+        (k, sub-steps, devices) as ``k`` calls of :meth:`step` would, for as long as its demand
+        does not depend on the loop beyond what :class:`Ahead` watches (``ts``: the sub-steps'
+        starts, (k, sub-steps); ``clock``, ``tripped``: the devices' as the block starts). None:
+        the kind (or the job's state now) has no such form; the block is stepped one step at a
+        time."""
+        return None
 
     def warnings(self, job, name: str, t_end: float) -> list[str]:
         """Things the job did not do in a run ending at ``t_end`` [s], beyond never running."""

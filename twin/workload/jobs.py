@@ -201,6 +201,66 @@ class JobSet:
                 repair = np.concatenate([repair, fixed])
         return repair
 
+    def ahead(self, i0: int, h: float, k: int, n_sub: int, clock: np.ndarray, tripped: np.ndarray,
+              u: np.ndarray):
+        """The jobs' utilisation of the ``k`` thermal steps from step ``i0`` written ahead into
+        ``u`` (k, n_sub, devices), as ``k`` calls of :meth:`demand` would write it while no job
+        starts, restarts, fails or finishes and every synchronous gang runs at full clock
+        (:meth:`~twin.workload.job_kinds.JobKind.ahead`); nothing of the jobs changes until
+        ``finish``. Returns None when a job's demand has no such form now, or a triple: the
+        steps it holds for (≥ 1), the devices the loop watches (it stops before a step that
+        starts with one of them below full clock or tripped) and ``finish(n, clock, off)``,
+        which sets the jobs as after the first ``n`` steps (each step's starting clocks and
+        trips, (n, devices)) and returns their per-step progress, rate, tokens and state, (n,
+        jobs) each."""
+        if self.floor.any() or np.isfinite(self.ramp).any():
+            return None  # (power floors and ramp limits: ChipPower's smoothing, per step)
+        t = (i0 + np.arange(k)) * h
+        ts = t[:, None] + self.h_w * np.arange(n_sub)
+        steps, plans = k, []
+        for job in self.jobs:
+            if job.state in (UNPLACEABLE, DONE):
+                continue
+            if job.state == QUEUED:  # (it is placed at the first step from its start while admitted)
+                if self.admit[job.index]:
+                    steps = min(steps, int(np.searchsorted(t, job.spec.start, side="left")))
+                continue
+            plan = job.kind.ahead(self, job, t, ts, clock, tripped, u)
+            if plan is None:
+                return None
+            steps = min(steps, plan.steps)
+            plans.append((job, plan))
+        if steps == 0:
+            return None
+        watch = np.concatenate([np.zeros(0, dtype=np.int64)] + [p.watch for _, p in plans])
+
+        def finish(n, clock, off):
+            out = [np.empty((n, len(self.jobs))) for _ in range(4)]
+            for job in self.jobs:
+                out[0][:, job.index] = job.progress
+                out[1][:, job.index] = job.rate
+                out[2][:, job.index] = job.tokens
+                out[3][:, job.index] = job.state
+            for job, plan in plans:
+                for a, v in zip(out, plan.finish(n, clock, off)):
+                    a[:, job.index] = v
+            return out
+
+        return steps, watch, finish
+
+    def account_block(self, p_mean: np.ndarray, h: float) -> np.ndarray:
+        """:meth:`account` for each of the steps of ``p_mean`` (steps, devices), in order (the
+        same additions: each step's sums in device order); returns the attributed power (steps,
+        jobs) [W]."""
+        n, nb = p_mean.shape[0], len(self.jobs) + 1
+        bins = self._ownership()[3][None, :] + nb * np.arange(n)[:, None]
+        sums = np.bincount(bins.ravel(), weights=p_mean.ravel(), minlength=nb * n).reshape(n, nb)[:, 1:]
+        for job in self.jobs:
+            p = sums[:, job.index]
+            job.power = p[-1]
+            job.energy = np.add.accumulate(np.concatenate([[job.energy], p * h]))[-1]
+        return sums
+
     def _ownership(self):
         """Held mask, owned devices, their jobs' indices and each device's job index + 1 (0:
         none), cached until a job is placed or released (the only places ``owner`` changes)."""

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from twin.scenario.errors import FieldError
-from twin.workload.job_kinds import CHECKPOINT, DONE, RESTARTING, RUNNING, JobKind, register
+from twin.workload.job_kinds import CHECKPOINT, DONE, RESTARTING, RUNNING, Ahead, JobKind, register
 from twin.workload.placement import largest_domain
 
 
@@ -63,6 +63,40 @@ def clocked_phase(progress, compute_share, clock, inverse=False):
     if inverse:
         return k + np.where(x < (c / f) / d, x * d * f, c + x * d - c / f)
     return k + np.where(x < c, (x / f) / d, (c / f + x - c) / d)
+
+
+def _phase_load(spec, ks, p, dp, c_f: float, d: float):
+    """Accelerator and network load of sub-steps starting at progress ``p`` (in time at the
+    step's clock) and advancing by ``dp`` [1], elementwise over any shape: the share of each
+    sub-step spent in the compute, all-to-all and collective phases (exact means over the
+    progress covered, so a step longer than an iteration gets the iteration average) weighting
+    each phase's load; ``c_f`` is the compute share of the iteration's time and ``d`` its time
+    over the full-clock iteration time."""
+    a2a_end = c_f + ks.all_to_all_share / d
+    moving = dp > 0
+    span = np.where(moving, dp, 1.0)
+    f_c = np.where(moving, (phase_integral(p + dp, c_f) - phase_integral(p, c_f)) / span,
+                   np.mod(p, 1.0) < c_f)
+    f_ca = np.where(moving, (phase_integral(p + dp, a2a_end) - phase_integral(p, a2a_end)) / span,
+                    np.mod(p, 1.0) < a2a_end)
+    f_a = f_ca - f_c
+    f_coll = 1.0 - f_ca
+    u_acc = spec.u_compute * f_c + spec.u_all_to_all * f_a + spec.u_collective * f_coll
+    u_net = spec.compute_network_load * f_c + spec.all_to_all_network_load * f_a + spec.network_load * f_coll
+    return u_acc, u_net
+
+
+def _put_load(job, u, u_acc, u_net, paused) -> None:
+    """Write the gang's load into ``u`` (…, sub-steps, devices): ``u_acc`` on its devices,
+    ``u_net`` on its network devices and ``host_load`` on its hosts, for the sub-steps of
+    ``u_acc`` (…, sub-steps)."""
+    spec, ks = job.spec, job.kind_state
+    job.view("devices").put(u, u_acc[..., None])
+    job.view("network").put(u, u_net[..., None])
+    if ks.quiet_nics.size:  # collectives stay on the scale-up fabric; NICs carry checkpoints only
+        u[..., ks.quiet_nics] = (np.where(paused, 0.3, 0.1) if spec.checkpoint is not None
+                                 else np.full(paused.shape, 0.1))[..., None]
+    job.view("hosts").put(u, spec.host_load)
 
 
 @dataclass
@@ -215,19 +249,7 @@ class Training(JobKind):
         start = float(clocked_phase(job.progress, c, f)) if slowed else job.progress
         dp = np.where(paused, 0.0, h_w / (ks.iteration_time * d) if f > 0 else 0.0)
         p = start + np.concatenate([[0.0], np.cumsum(dp)[:-1]])  # at each sub-step start
-        # Share of each sub-step spent in the compute and all-to-all phases: exact means over
-        # the progress covered (so a step longer than an iteration gets the iteration average).
-        a2a_end = c_f + ks.all_to_all_share / d
-        moving = dp > 0
-        span = np.where(moving, dp, 1.0)
-        f_c = np.where(moving, (phase_integral(p + dp, c_f) - phase_integral(p, c_f)) / span,
-                       np.mod(p, 1.0) < c_f)
-        f_ca = np.where(moving, (phase_integral(p + dp, a2a_end) - phase_integral(p, a2a_end)) / span,
-                        np.mod(p, 1.0) < a2a_end)
-        f_a = f_ca - f_c
-        f_coll = 1.0 - f_ca
-        u_acc = spec.u_compute * f_c + spec.u_all_to_all * f_a + spec.u_collective * f_coll
-        u_net = spec.compute_network_load * f_c + spec.all_to_all_network_load * f_a + spec.network_load * f_coll
+        u_acc, u_net = _phase_load(spec, ks, p, dp, c_f, d)
         if spec.checkpoint is not None:
             u_acc = np.where(paused, spec.checkpoint.u, u_acc)
             u_net = np.where(paused, spec.checkpoint.network_load, u_net)  # writes cross the network
@@ -237,12 +259,7 @@ class Training(JobKind):
             if ends.size:
                 ks.checkpointed = float(clocked_phase(p[ends[-1]], c, f, inverse=True)) if slowed else p[ends[-1]]
             ks.paused = bool(paused[-1])
-        job.view("devices").put(u, u_acc[:, None])
-        job.view("network").put(u, u_net[:, None])
-        if ks.quiet_nics.size:  # collectives stay on the scale-up fabric; NICs carry checkpoints only
-            u[:, ks.quiet_nics] = (np.where(paused, 0.3, 0.1) if spec.checkpoint is not None
-                                   else np.full(n, 0.1))[:, None]
-        job.view("hosts").put(u, spec.host_load)
+        _put_load(job, u, u_acc, u_net, paused)
         gained = float(dp.sum())
         if slowed:
             gained = float(clocked_phase(start + gained, c, f, inverse=True)) - job.progress
@@ -257,6 +274,54 @@ class Training(JobKind):
         job.rate = gained / (h_w * n)
         # Time lost: the compute share of the running time, stretched by 1/f (all of it at f = 0).
         ks.throttle_loss += (1.0 - f) * (c_f if f > 0 else 1.0) * h_w * n * (~paused).mean()
+
+    def ahead(self, jobs, job, t, ts, clock, tripped, u):
+        """The iterations of the steps starting at ``t`` while the gang runs at full clock,
+        as :meth:`_iterate` takes them one step at a time (the same operations, elementwise over
+        the block's steps): at f = 1 a step's load depends only on the progress at its start,
+        which is the sum of the steps' gains before it. Stops before the step at which the job
+        fails (its MTBF clock) or reaches its last iteration; the compiled loop stops before a
+        step that starts with a gang device below full clock or tripped."""
+        spec, ks, h_w = job.spec, job.kind_state, jobs.h_w
+        sel = job.view("devices")
+        if sel.take(clock).min() != 1.0 or sel.take(tripped).any():
+            return None
+        k = ts.shape[0]
+        steps = int(np.searchsorted(t, ks.next_failure, side="left"))  # (the first step at or after it fails)
+        if spec.checkpoint is not None:
+            interval, dur = spec.checkpoint.interval, spec.checkpoint.duration
+            paused = np.mod(ts - job.started, interval) >= interval - dur
+        else:
+            paused = np.zeros(ts.shape, dtype=bool)
+        dp = np.where(paused, 0.0, h_w / (ks.iteration_time * 1.0))
+        gained = dp.sum(axis=1)
+        start = np.add.accumulate(np.concatenate([[job.progress], gained]))  # progress at each step's start, and the end
+        if spec.iterations is not None:
+            steps = min(steps, int(np.searchsorted(start[1:] >= spec.iterations, True)))
+        if steps == 0:
+            return None
+        p = start[:k, None] + np.concatenate([np.zeros((k, 1)), np.cumsum(dp, axis=1)[:, :-1]], axis=1)
+        u_acc, u_net = _phase_load(spec, ks, p, dp, ks.compute_share, 1.0)
+        if spec.checkpoint is not None:
+            u_acc = np.where(paused, spec.checkpoint.u, u_acc)
+            u_net = np.where(paused, spec.checkpoint.network_load, u_net)
+        _put_load(job, u, u_acc, u_net, paused)
+        tokens = np.add.accumulate(np.concatenate([[job.tokens], gained * spec.tokens_per_iteration]))
+        rate = gained / (h_w * ts.shape[1])
+        flat = paused.ravel()
+        ends = np.flatnonzero(np.concatenate([[ks.paused], flat[:-1]]) & ~flat)  # checkpoints saved
+        state = np.where(paused[:, -1], CHECKPOINT, RUNNING)
+
+        def finish(n, clock, off):
+            saved = ends[ends < n * ts.shape[1]]
+            if saved.size:
+                ks.checkpointed = p.ravel()[saved[-1]]
+            ks.paused = bool(paused[n - 1, -1])
+            job.state = int(state[n - 1])
+            job.progress, job.tokens, job.rate = float(start[n]), float(tokens[n]), float(rate[n - 1])
+            return start[1: n + 1], rate[:n], tokens[1: n + 1], state[:n]
+
+        return Ahead(steps, job.devices, finish)
 
     def kpis(self, job) -> dict[str, float]:
         return {"throttle_loss_s": job.kind_state.throttle_loss, "failures": job.kind_state.failures}
