@@ -30,8 +30,10 @@ A step whose power shelves would trip on over-current ends the block before it (
 back from the next step on); that step, and any configuration or moment that is not quiet,
 takes the per-step path.
 
-Without jobs the loop runs compiled when the simulation's quiet-block kernel is numba
-(:func:`twin.power.kernels.choose_block`): :class:`twin.sim.fused.FusedLoop` takes the block's
+The loop runs compiled when the simulation's quiet-block kernel is numba
+(:func:`twin.power.kernels.choose_block`) and the jobs' demand can be written ahead (training
+at full clock, CPU batch: :meth:`twin.workload.jobs.JobSet.ahead`; otherwise the block takes
+the per-step loop): :class:`twin.sim.fused.FusedLoop` takes the block's
 steps in one call and writes each step's loop outputs (:data:`LOOP_KEYS`) into the block's
 arrays, which the downstream part reads as it reads the per-step loop's; its results agree with
 the reference to a few ulp per step (numba's ``exp``/``pow`` and row-order sums against numpy's

@@ -385,8 +385,8 @@ class Simulation:
         between a multi-rate component's updates) the feedback loop — demand, chip power, job
         accounting, sled temperatures, governors — runs per step (compiled into one call per
         block, :mod:`twin.sim.fused`, when the quiet-block kernel ``block_kernel`` is numba and
-        there are no jobs) and the shelves, manifolds, CDUs, power chain, counters and recorder
-        once over the block. ``each(state)``, when given, is called with every step's values, in
+        the jobs' demand can be written ahead) and the shelves, manifolds, CDUs, power chain,
+        counters and recorder once over the block. ``each(state)``, when given, is called with every step's values, in
         order (to read them, e.g. sums for an observation; it must not change the state or
         the controls — in a quiet block it is called once the block's steps are taken).
 

@@ -19,6 +19,36 @@ tolerances and why).
 A step whose shelves come within 1e-9 of their rating is not taken: the kernel returns the
 number of steps it took and the caller takes that step on the numpy path, which makes the exact
 over-current decision (:meth:`twin.sim.block.QuietBlocks.run`).
+
+Jobs. A job's demand reads the loop back (a synchronous training gang advances at the pace of
+its slowest device's clock; a tripped device fails the job; a restarting job waits for its
+dies to cool), so the loop cannot simply take the demand of the block from outside. Two forms
+were open: carry each job's iteration state machine into the kernel, or write the demand
+ahead in numpy for as long as it does not depend on the loop and stop the kernel where that
+ends. The second is taken (:meth:`twin.workload.jobs.JobSet.ahead`), since in the benchmark
+scenarios the gangs run at full clock almost all the time (hall-1k, Frontier and cluster-100k:
+no throttled device-second in their first minutes) and it keeps the kernel free of job kinds:
+
+- a training job at full clock: its progress at each step's start is the sum of the steps'
+  gains before it, so the whole block's phases and loads are one elementwise evaluation of the
+  per-step equations (:meth:`twin.workload.training_job.Training.ahead`: the same operations,
+  so progress and tokens equal the per-step path's to the bit); the kernel watches the gang's
+  devices and stops before a step that starts with one of them below full clock or tripped,
+  and the per-step path takes the job while it is slowed. The block also ends before the step
+  on which the job fails (its MTBF clock), takes its last iteration, or a queued job is due;
+- a CPU batch job: its profile is open-loop; the work it counts reads each step's clocks and
+  trips, which the kernel records, so it is summed after the loop in the per-step order;
+- job accounting (each step's device power by owner, :meth:`twin.workload.jobs.JobSet.account_block`):
+  one weighted bincount over the block's (steps, devices) powers, each step's sums in device
+  order as the per-step ``bincount``;
+- power floors and ramp limits (chip power smoothing) are the identity while no job sets them;
+  a job that does keeps its blocks per step, as do inference pools (their serving kernel runs
+  per step inside the demand).
+
+The facility plant's update step (every ``plant.step``) stays on the per-step path: taken as a
+one-step compiled block followed by the cooling and the power chain per step it cost more
+(a block's fixed cost, ~2 ms at hall-1k) than the per-step loop it replaced (measured: hall-1k
+10 min, 1.69–1.88 against 1.51–1.64 CPU-ms per step at load 14).
 """
 
 from __future__ import annotations
@@ -151,7 +181,7 @@ class NumbaChip:
         a = np.ascontiguousarray(c["p_active_idle"] - leak_idle, dtype=float)
 
         def arr(v):
-            return np.ascontiguousarray(np.broadcast_to(np.asarray(v, dtype=float), a.shape))
+            return np.array(np.broadcast_to(np.asarray(v, dtype=float), a.shape))  # (writable, as _warm's)
 
         self.args = (a, arr(e_idle), *(arr(c[k]) for k in (
             "p_leak_ref", "t_ref", "leak_beta", "clock_exponent", "p_dyn", "p_idle", "idle_leak_fraction",
