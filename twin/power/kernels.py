@@ -24,7 +24,6 @@ chosen by :func:`choose_block`, from :data:`BLOCK_MIN_STEPS` steps on.
 
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
@@ -109,17 +108,9 @@ class NumbaKernel(NumpyKernel):
 
     def __init__(self, chip: dict):
         super().__init__(chip)
-        c = chip
-        self._leak_idle = c["p_leak_ref"] * np.exp(c["leak_beta"] * (np.asarray(c["t_idle"]) - c["t_ref"]))
-        self._e_idle = np.exp(c["leak_beta"] * (np.asarray(c["t_idle"]) - c["t_ref"]))
-        self._excursion = np.ascontiguousarray(np.broadcast_to(np.asarray(c["power_excursion"], dtype=float),
-                                                               self._leak_idle.shape))
-        self._a = c["p_active_idle"] - self._leak_idle
-        self._args = tuple(np.ascontiguousarray(np.broadcast_to(np.asarray(c[k], dtype=float), self._a.shape))
-                           for k in ("p_leak_ref", "t_ref", "leak_beta", "clock_exponent", "p_dyn",
-                                     "p_idle", "idle_leak_fraction"))
-        self._thermal = tuple(np.ascontiguousarray(np.broadcast_to(np.asarray(c[k], dtype=float), self._a.shape))
-                              for k in ("t_throttle", "throttle_hysteresis", "t_shutdown"))
+        a, e_idle, *rest = chip_arrays(chip)
+        self._a, self._e_idle = a, e_idle
+        self._args, self._excursion, self._thermal = tuple(rest[:7]), rest[7], tuple(rest[8:])
         _compiled()  # compile (or load from numba's cache) now, while the simulation is built
 
     def _limit(self, p_limit):
@@ -159,96 +150,80 @@ class NumbaKernel(NumpyKernel):
         return thermal, power, clock, trip
 
 
+def chip_arrays(c: dict) -> tuple:
+    """The chip figures the compiled kernels read, one contiguous (devices,) float array each:
+    the active floor less its leakage at the idle temperature ``a`` [W], the idle leakage
+    factor ``e_idle`` [1] (the same expressions the reference evaluates every step), then
+    ``p_leak_ref``, ``t_ref``, ``leak_beta``, ``clock_exponent``, ``p_dyn``, ``p_idle``,
+    ``idle_leak_fraction``, ``power_excursion``, ``t_throttle``, ``throttle_hysteresis``,
+    ``t_shutdown`` of the chip figures ``c``."""
+    e_idle = np.exp(c["leak_beta"] * (np.asarray(c["t_idle"]) - c["t_ref"]))
+    a = np.ascontiguousarray(c["p_active_idle"] - c["p_leak_ref"] * e_idle, dtype=float)
+
+    def arr(v):  # (a writable copy: the compiled loop's argument types are its warm-up's)
+        return np.array(np.broadcast_to(np.asarray(v, dtype=float), a.shape))
+
+    return (a, arr(e_idle), *(arr(c[k]) for k in (
+        "p_leak_ref", "t_ref", "leak_beta", "clock_exponent", "p_dyn", "p_idle", "idle_leak_fraction",
+        "power_excursion", "t_throttle", "throttle_hysteresis", "t_shutdown")))
+
+
 _COMPILED = None
 
 
 def _compiled():
-    """The numba-compiled functions (compiled, or loaded from numba's cache, on first use)."""
-    global _COMPILED
+    """The numba-compiled functions (compiled, or loaded from numba's cache, on first use); the
+    per-device equations they call (:mod:`twin.power.compiled`) are bound to the module's
+    globals first, where they find them."""
+    global _COMPILED, _dev
     if _COMPILED is None:
         import numba
 
+        from twin.power import compiled as _dev
+
         jit = numba.njit(cache=True, nogil=True)
-        global _clock_jit
-        _clock_jit = jit(_clock_loop)  # called by _govern_loop: a compiled global when it compiles
-        _COMPILED = (jit(_power_loop), _clock_jit, jit(_govern_loop))
+        _COMPILED = (jit(_power_loop), jit(_clock_loop), jit(_govern_loop))
     return _COMPILED
 
 
 def _power_loop(u, clock, on, t_die, held, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn,
                 p_idle, ilf, excursion, limit, out):
-    """Device power per sub-step into ``out`` (sub-steps, devices) [W]; the equations and their
-    order as in :func:`twin.power.device.active_power` and :func:`~twin.power.device.idle_power`."""
+    """Device power per sub-step into ``out`` (sub-steps, devices) [W]
+    (:func:`twin.power.compiled.device_power`)."""
     n_sub, n = u.shape
     for j in range(n):
         if not on[j]:
             for k in range(n_sub):
                 out[k, j] = 0.0
             continue
-        f = clock[j]
-        e = math.exp(beta[j] * (t_die[j] - t_ref[j]))
-        if f == 1.0:  # full clock (most devices): 1 ** x is exactly 1, no pow needed
-            leak = p_leak_ref[j] * e
-            fa = 1.0
-        else:
-            leak = p_leak_ref[j] * f ** (alpha[j] - 1.0) * e
-            fa = f ** alpha[j]
-        idle = p_idle[j] + ilf[j] * p_leak_ref[j] * (e - e_idle[j])
-        floor = a[j] + leak
+        e = _dev.leak_factor(t_die[j], t_ref[j], beta[j])
+        floor, fa, idle = _dev.power_terms(clock[j], e, a[j], e_idle[j], p_leak_ref[j], alpha[j], p_idle[j], ilf[j])
+        cap = excursion[j] * limit[j]
         for k in range(n_sub):
-            uk = u[k, j]
-            if uk > 0.0 or held[j]:
-                p = floor + p_dyn[j] * uk * fa
-            else:
-                p = idle
-            out[k, j] = min(p, excursion[j] * limit[j])
+            out[k, j] = _dev.device_power(u[k, j], held[j], floor, fa, p_dyn[j], idle, cap)
 
 
 def _clock_loop(u, t_die, limit, a, p_leak_ref, t_ref, beta, alpha, p_dyn, clock_min, steps, out):
-    """Clock holding the step's highest demand at the limit into ``out`` (devices,) [1]; Newton
-    as in :func:`twin.power.device.clock_for_power`."""
-    n_sub, n = u.shape
-    for j in range(n):
-        um = u[0, j]
-        for k in range(1, n_sub):
-            if u[k, j] > um:
-                um = u[k, j]
-        b = p_leak_ref[j] * math.exp(beta[j] * (t_die[j] - t_ref[j]))
-        d = p_dyn[j] * um
-        if a[j] + b + d > limit[j]:
-            x = 1.0
-            al = alpha[j]
-            for _ in range(steps):
-                xa = x ** (al - 1.0)
-                g = a[j] + b * xa + d * xa * x - limit[j]
-                dg = (al - 1.0) * b * xa / x + al * d * xa
-                x = max(x - g / dg, 1e-6)
-            out[j] = min(max(x, clock_min), 1.0)
-        else:
-            out[j] = 1.0
-
-
-_clock_jit = _clock_loop
+    """Clock holding the step's highest demand at the limit into ``out`` (devices,) [1]
+    (:func:`twin.power.compiled.power_clock`)."""
+    for j in range(t_die.size):
+        e = _dev.leak_factor(t_die[j], t_ref[j], beta[j])
+        out[j] = _dev.power_clock(_dev.peak(u, j), e, limit[j], a[j], p_leak_ref[j], alpha[j], p_dyn[j], clock_min, steps)
 
 
 def _govern_loop(u, t_die, clock_thermal, tripped, dt, limit, a, p_leak_ref, t_ref, beta, alpha, p_dyn,
                  t_throttle, hysteresis, t_shutdown, gain, down_rate, up_rate, clock_min, steps,
                  thermal, power, clock, trip):
-    """The governors' per-device step: the thermal governor (as
-    :func:`twin.power.governor.thermal_governor`), the shutdown trip, the power-limit clock
-    (:func:`_clock_loop`) and their minimum, into ``thermal``, ``trip``, ``power``, ``clock``."""
+    """The governors' per-device step into ``thermal``, ``trip``, ``power``, ``clock``: the
+    thermal governor (:func:`twin.power.compiled.thermal_clock`), the shutdown trip, the
+    power-limit clock (:func:`twin.power.compiled.power_clock`) and their minimum."""
     for j in range(t_die.size):
-        over = t_die[j] - t_throttle[j]
-        under = (t_throttle[j] - hysteresis[j]) - t_die[j]
-        c = clock_thermal[j]
-        if over > 0:
-            c = max(clock_min, c - min(down_rate, gain * over) * dt)
-        if under > 0:
-            c = min(1.0, c + min(up_rate, gain * under) * dt)
-        thermal[j] = c
-        trip[j] = tripped[j] or t_die[j] > t_shutdown[j]
-    _clock_jit(u, t_die, limit, a, p_leak_ref, t_ref, beta, alpha, p_dyn, clock_min, steps, power)
-    for j in range(t_die.size):
+        td = t_die[j]
+        thermal[j] = _dev.thermal_clock(clock_thermal[j], td, t_throttle[j], hysteresis[j], gain, down_rate, up_rate,
+                                        clock_min, dt)
+        trip[j] = tripped[j] or td > t_shutdown[j]
+        e = _dev.leak_factor(td, t_ref[j], beta[j])
+        power[j] = _dev.power_clock(_dev.peak(u, j), e, limit[j], a[j], p_leak_ref[j], alpha[j], p_dyn[j], clock_min, steps)
         clock[j] = min(thermal[j], power[j])
 
 

@@ -53,12 +53,11 @@ one-step compiled block followed by the cooling and the power chain per step it 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from twin.power.device import CLOCK_NEWTON_STEPS
 from twin.power.governor import CLOCK_MIN, THROTTLE_DOWN_RATE, THROTTLE_GAIN, THROTTLE_UP_RATE
+from twin.power.kernels import chip_arrays
 
 #: Relative margin below the shelves' rating at which the compiled loop hands a step to the
 #: numpy path (its rack sums are added in another order than numpy's: ~1e-13 relative).
@@ -173,19 +172,11 @@ class FusedLoop:
 
 class NumbaChip:
     """The chip figures the compiled loop reads, one contiguous (devices,) array each (the
-    per-device constants of :class:`twin.power.kernels.NumbaKernel`)."""
+    per-device constants of :class:`twin.power.kernels.NumbaKernel`,
+    :func:`twin.power.kernels.chip_arrays`)."""
 
     def __init__(self, c: dict):
-        e_idle = np.exp(c["leak_beta"] * (np.asarray(c["t_idle"]) - c["t_ref"]))
-        leak_idle = c["p_leak_ref"] * e_idle
-        a = np.ascontiguousarray(c["p_active_idle"] - leak_idle, dtype=float)
-
-        def arr(v):
-            return np.array(np.broadcast_to(np.asarray(v, dtype=float), a.shape))  # (writable, as _warm's)
-
-        self.args = (a, arr(e_idle), *(arr(c[k]) for k in (
-            "p_leak_ref", "t_ref", "leak_beta", "clock_exponent", "p_dyn", "p_idle", "idle_leak_fraction",
-            "power_excursion", "t_throttle", "throttle_hysteresis", "t_shutdown")))
+        self.args = chip_arrays(c)
 
 
 _COMPILED = None
@@ -194,10 +185,13 @@ _NONE = np.zeros(0, dtype=np.int64)
 
 def _compiled():
     """The compiled loop (compiled, or loaded from numba's cache, on first use); the parts it
-    calls are compiled first and bound to the module's globals, where it finds them."""
-    global _COMPILED, _power_jit, _over_jit, _sleds_jit, _govern_jit
+    calls (and the per-device equations of :mod:`twin.power.compiled`) are compiled first and
+    bound to the module's globals, where it finds them."""
+    global _COMPILED, _power_jit, _over_jit, _sleds_jit, _govern_jit, _dev
     if _COMPILED is None:
         import numba
+
+        from twin.power import compiled as _dev
 
         jit = numba.njit(cache=True, nogil=True)
         _power_jit, _over_jit, _sleds_jit, _govern_jit = jit(_power), jit(_over), jit(_sleds), jit(_govern)
@@ -244,7 +238,7 @@ def _loop(U, watch, held, limit, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dy
 def _power(j, U, held, limit, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn, p_idle, ilf, excursion,
            clock_lim, off, t_die, P, p_step, clock_out):
     """Step ``j``'s device power per sub-step into ``P[j]``, its mean into ``p_step[j]`` and
-    the clock it ran at into ``clock_out[j]``: :func:`twin.power.kernels._power_loop` (as
+    the clock it ran at into ``clock_out[j]``: :func:`twin.power.compiled.device_power` (as
     ``ChipPower.step``), then numpy's mean over the sub-steps (summed in order, divided)."""
     n_sub, n = U.shape[1], U.shape[2]
     for d in range(n):
@@ -254,22 +248,13 @@ def _power(j, U, held, limit, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn, 
                 P[j, s, d] = 0.0
             p_step[j, d] = 0.0
             continue
-        f = clock_lim[d]
-        e = math.exp(beta[d] * (t_die[d] - t_ref[d]))
-        if f == 1.0:
-            leak = p_leak_ref[d] * e
-            fa = 1.0
-        else:
-            leak = p_leak_ref[d] * f ** (alpha[d] - 1.0) * e
-            fa = f ** alpha[d]
-        idle = p_idle[d] + ilf[d] * p_leak_ref[d] * (e - e_idle[d])
-        floor = a[d] + leak
+        e = _dev.leak_factor(t_die[d], t_ref[d], beta[d])
+        floor, fa, idle = _dev.power_terms(clock_lim[d], e, a[d], e_idle[d], p_leak_ref[d], alpha[d], p_idle[d],
+                                           ilf[d])
         cap = excursion[d] * limit[d]
         acc = 0.0
         for s in range(n_sub):
-            us = U[j, s, d]
-            p = floor + p_dyn[d] * us * fa if us > 0.0 or held[d] else idle
-            P[j, s, d] = min(p, cap)
+            P[j, s, d] = _dev.device_power(U[j, s, d], held[d], floor, fa, p_dyn[d], idle, cap)
             acc = P[j, s, d] if s == 0 else acc + P[j, s, d]
         p_step[j, d] = acc if n_sub == 1 else acc / n_sub
 
@@ -325,36 +310,20 @@ def _govern(j, U, limit, a, p_leak_ref, t_ref, beta, alpha, p_dyn, t_throttle, h
             t_die, t_die_peak, t_die_out, throttled_out, clock_limit_out, tripped_out):
     """The governors after step ``j``, per device: thermal throttle, shutdown trip and its
     restart, the power-limit clock (Newton at the step's highest demand) and their minimum, as
-    :func:`twin.power.kernels._govern_loop` and ``Governors.step`` (no caps, every rack powered)."""
-    n_sub = U.shape[1]
+    ``Governors.step`` (no caps, every rack powered), with the equations of
+    :mod:`twin.power.compiled`."""
+    Uj = U[j]
     for d in range(t_die.size):
         td = t_die[d]
         t_die_peak[d] = max(t_die_peak[d], td)
         t_die_out[j, d] = td
         throttled_out[j, d] = thermal[d] < 1.0
-        over = td - t_throttle[d]
-        under = (t_throttle[d] - hysteresis[d]) - td
-        cc = thermal[d]
-        if over > 0:
-            cc = max(clock_min, cc - min(down_rate, gain * over) * dt)
-        if under > 0:
-            cc = min(1.0, cc + min(up_rate, gain * under) * dt)
+        cc = _dev.thermal_clock(thermal[d], td, t_throttle[d], hysteresis[d], gain, down_rate, up_rate, clock_min, dt)
         thermal[d] = cc
         gov_trip[d] = (gov_trip[d] or td > t_shutdown[d]) and not (td < t_throttle[d])
-        um = U[j, 0, d]
-        for s in range(1, n_sub):
-            um = max(um, U[j, s, d])
-        b = p_leak_ref[d] * math.exp(beta[d] * (td - t_ref[d]))
-        dd = p_dyn[d] * um
-        pw = 1.0
-        if a[d] + b + dd > limit[d]:
-            xx, al = 1.0, alpha[d]
-            for _ in range(newton):
-                xa = xx ** (al - 1.0)
-                g = a[d] + b * xa + dd * xa * xx - limit[d]
-                dg = (al - 1.0) * b * xa / xx + al * dd * xa
-                xx = max(xx - g / dg, 1e-6)
-            pw = min(max(xx, clock_min), 1.0)
+        e = _dev.leak_factor(td, t_ref[d], beta[d])
+        pw = _dev.power_clock(_dev.peak(Uj, d), e, limit[d], a[d], p_leak_ref[d], alpha[d], p_dyn[d], clock_min,
+                              newton)
         power[d] = pw
         clock_lim[d] = min(cc, pw)
         off[d] = gov_trip[d]
