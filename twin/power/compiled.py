@@ -104,3 +104,23 @@ def thermal_clock(clock, t_die, t_throttle, hysteresis, gain, down_rate, up_rate
     if under > 0:
         clock = min(1.0, clock + min(up_rate, gain * under) * dt)
     return clock
+
+
+@_jit
+def chunk_product(x, y, W, w0, rows, cols, ns, stride):
+    """``ns`` sleds' products ``[T | q] @ W`` with one W: ``y[c, s] = Σ_r x[r, s] · W[r, c]``,
+    each sum from 0 over the rows in order (as a row-by-row matrix product), with ``x``
+    (rows × ``stride``), ``y`` (cols × ``stride``) and W (rows × cols, from offset ``w0``)
+    flat. The innermost loop runs over the sleds, linearly in ``x`` and ``y``, so the compiler
+    makes it vector instructions (the indices are unsigned: no negative-index wraparound test
+    in the loop to stop it)."""
+    for c in range(cols):
+        for s in range(ns):
+            y[numba.uint64(c * stride + s)] = 0.0
+    for r in range(rows):
+        xo = r * stride
+        for c in range(cols):
+            w = W[w0 + r * cols + c]
+            yo = c * stride
+            for s in range(ns):
+                y[numba.uint64(yo + s)] += x[numba.uint64(xo + s)] * w

@@ -62,6 +62,9 @@ from twin.power.kernels import chip_arrays
 #: Relative margin below the shelves' rating at which the compiled loop hands a step to the
 #: numpy path (its rack sums are added in another order than numpy's: ~1e-13 relative).
 SHELF_MARGIN = 1e-9
+#: Sleds whose products ``[T | q] @ W`` the compiled loop forms together (consecutive sleds of
+#: one group with the same W): their inputs and sums, node by node, fill ~20 KB (L1 cache).
+SLED_CHUNK = 64
 
 
 class FusedLoop:
@@ -91,8 +94,9 @@ class FusedLoop:
         self.g_dev = np.concatenate([[0], np.cumsum(self.g_ns * self.g_kd)]).astype(np.int64)
         self.sleds = np.ascontiguousarray(np.concatenate([g.sleds for g in groups]), dtype=np.int64)
         self.devices = np.ascontiguousarray(np.concatenate([g.devices.ravel() for g in groups]), dtype=np.int64)
-        self.x = np.empty(2 * int(self.g_m.max()))  # one sled's [T | q] row
-        self.y = np.empty(int(self.g_m.max()) + 2)  # its product with W
+        # [T | q] of up to SLED_CHUNK sleds, node by node (x), and their products with W (y)
+        self.x = np.empty(2 * int(self.g_m.max()) * SLED_CHUNK)
+        self.y = np.empty((int(self.g_m.max()) + 2) * SLED_CHUNK)
         self.rack_p = np.empty(sy.n_racks)
         self._w = (None, None)  # (the integrator blocks the flat propagators were built from, arrays)
         _warm()  # compile (or load from numba's cache) now, while the simulation is built
@@ -187,11 +191,13 @@ def _compiled():
     """The compiled loop (compiled, or loaded from numba's cache, on first use); the parts it
     calls (and the per-device equations of :mod:`twin.power.compiled`) are compiled first and
     bound to the module's globals, where it finds them."""
-    global _COMPILED, _power_jit, _over_jit, _sleds_jit, _govern_jit, _dev
+    global _COMPILED, _power_jit, _over_jit, _sleds_jit, _govern_jit, _dev, _u
     if _COMPILED is None:
         import numba
 
         from twin.power import compiled as _dev
+
+        _u = numba.uint64
 
         jit = numba.njit(cache=True, nogil=True)
         _power_jit, _over_jit, _sleds_jit, _govern_jit = jit(_power), jit(_over), jit(_sleds), jit(_govern)
@@ -277,32 +283,49 @@ def _over(j, P, device_rack, fixed_rack, rack_limit, rack_p):
 def _sleds(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, W, w_off, Q, T, p_step, t_die, x, y, t_cool, t_air):
     """Every sled network over step ``j``: ``[T | q + p] @ W`` per sled (each column summed
     over the rows in order), as ``ExponentialIntegrator.step``; new node temperatures into
-    ``T`` and ``t_die``, step-mean coolant and air temperatures into ``t_cool[j]``, ``t_air[j]``."""
+    ``T`` and ``t_die``, step-mean coolant and air temperatures into ``t_cool[j]``, ``t_air[j]``.
+
+    Consecutive sleds of a group with the same W (runs of at most ``x.size / (2 m)``) are formed
+    together, node by node: the innermost loop runs over the sleds, reading ``x`` and ``y``
+    linearly, which the compiler turns into vector instructions; each sled's sums keep the row
+    order."""
+    m_max = 0
+    for g in range(g_m.size):
+        m_max = max(m_max, g_m[g])
+    chunk = x.size // (2 * m_max)
     for g in range(g_kd.size):
         m, kd = g_m[g], g_kd[g]
         cols = m + 2
-        for i in range(g_sled[g + 1] - g_sled[g]):
-            sl = g_sled[g] + i
-            base = g_t[g] + i * m
-            dev0 = g_dev[g] + i * kd
-            for c in range(m):
-                x[c] = T[base + c]
-                x[m + c] = Q[base + c]
-            for c in range(kd):
-                x[m + c] += p_step[j, devices[dev0 + c]]
-            for c in range(cols):
-                y[c] = 0.0
-            for r in range(2 * m):
-                xr = x[r]
-                wr = w_off[sl] + r * cols
-                for c in range(cols):
-                    y[c] += xr * W[wr + c]
-            for c in range(m):
-                T[base + c] = y[c]
-            t_cool[j, sleds[sl]] = y[m]
-            t_air[j, sleds[sl]] = y[m + 1]
-            for c in range(kd):
-                t_die[devices[dev0 + c]] = y[c]
+        first, end = g_sled[g], g_sled[g + 1]
+        i0 = first
+        while i0 < end:
+            w0 = w_off[i0]
+            i1 = i0 + 1
+            while i1 < end and i1 - i0 < chunk and w_off[i1] == w0:
+                i1 += 1
+            ns = i1 - i0
+            for s in range(ns):  # gather [T | q + p] node by node (unsigned indices: see chunk_product)
+                i = i0 - first + s
+                base = g_t[g] + i * m
+                for c in range(m):
+                    x[_u(c * chunk + s)] = T[_u(base + c)]
+                    x[_u((m + c) * chunk + s)] = Q[_u(base + c)]
+                dev0 = g_dev[g] + i * kd
+                for c in range(kd):
+                    x[_u((m + c) * chunk + s)] += p_step[j, devices[_u(dev0 + c)]]
+            _dev.chunk_product(x, y, W, w0, 2 * m, cols, ns, chunk)
+            for s in range(ns):  # scatter
+                i = i0 - first + s
+                sl = i0 + s
+                base = g_t[g] + i * m
+                for c in range(m):
+                    T[_u(base + c)] = y[_u(c * chunk + s)]
+                t_cool[j, sleds[sl]] = y[_u(m * chunk + s)]
+                t_air[j, sleds[sl]] = y[_u((m + 1) * chunk + s)]
+                dev0 = g_dev[g] + i * kd
+                for c in range(kd):
+                    t_die[devices[_u(dev0 + c)]] = y[_u(c * chunk + s)]
+            i0 = i1
 
 
 def _govern(j, U, limit, a, p_leak_ref, t_ref, beta, alpha, p_dyn, t_throttle, hysteresis, t_shutdown,
