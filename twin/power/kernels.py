@@ -111,6 +111,10 @@ class NumbaKernel(NumpyKernel):
         a, e_idle, *rest = chip_arrays(chip)
         self._a, self._e_idle = a, e_idle
         self._args, self._excursion, self._thermal = tuple(rest[:7]), rest[7], tuple(rest[8:])
+        # the leakage factors the governors computed last (e) and the die temperatures they are
+        # for (t_e): the next step's power starts from the same temperatures and reuses them
+        self._t_e = np.full(a.shape, np.nan)
+        self._e = np.empty(a.shape)
         _compiled()  # compile (or load from numba's cache) now, while the simulation is built
 
     def _limit(self, p_limit):
@@ -123,7 +127,8 @@ class NumbaKernel(NumpyKernel):
         _compiled()[0](np.ascontiguousarray(u2, dtype=float), np.ascontiguousarray(clock, dtype=float),
                     np.ascontiguousarray(on), np.ascontiguousarray(t_die, dtype=float),
                     np.ascontiguousarray(held), self._a, self._e_idle, p_leak_ref, t_ref,
-                    beta, alpha, p_dyn, p_idle, ilf, self._excursion, self._limit(p_limit), out)
+                    beta, alpha, p_dyn, p_idle, ilf, self._excursion, self._limit(p_limit), self._t_e, self._e,
+                    out)
         return out if u.ndim == 2 else out[0]
 
     def clock_limit(self, u, t_die, p_limit=None):
@@ -146,7 +151,7 @@ class NumbaKernel(NumpyKernel):
                      np.ascontiguousarray(clock_thermal, dtype=float), np.ascontiguousarray(tripped),
                      float(dt), self._limit(p_limit), self._a, p_leak_ref, t_ref, beta, alpha, p_dyn, *self._thermal,
                      THROTTLE_GAIN, THROTTLE_DOWN_RATE, THROTTLE_UP_RATE, CLOCK_MIN, CLOCK_NEWTON_STEPS,
-                     thermal, power, clock, trip)
+                     self._t_e, self._e, thermal, power, clock, trip)
         return thermal, power, clock, trip
 
 
@@ -187,16 +192,17 @@ def _compiled():
 
 
 def _power_loop(u, clock, on, t_die, held, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn,
-                p_idle, ilf, excursion, limit, out):
+                p_idle, ilf, excursion, limit, t_e, e_c, out):
     """Device power per sub-step into ``out`` (sub-steps, devices) [W]
-    (:func:`twin.power.compiled.device_power`)."""
+    (:func:`twin.power.compiled.device_power`); a device's leakage factor is ``e_c``'s where its
+    die temperature is ``t_e``'s (the governors computed it there), else computed."""
     n_sub, n = u.shape
     for j in range(n):
         if not on[j]:
             for k in range(n_sub):
                 out[k, j] = 0.0
             continue
-        e = _dev.leak_factor(t_die[j], t_ref[j], beta[j])
+        e = e_c[j] if t_die[j] == t_e[j] else _dev.leak_factor(t_die[j], t_ref[j], beta[j])
         floor, fa, idle = _dev.power_terms(clock[j], e, a[j], e_idle[j], p_leak_ref[j], alpha[j], p_idle[j], ilf[j])
         cap = excursion[j] * limit[j]
         for k in range(n_sub):
@@ -213,16 +219,18 @@ def _clock_loop(u, t_die, limit, a, p_leak_ref, t_ref, beta, alpha, p_dyn, clock
 
 def _govern_loop(u, t_die, clock_thermal, tripped, dt, limit, a, p_leak_ref, t_ref, beta, alpha, p_dyn,
                  t_throttle, hysteresis, t_shutdown, gain, down_rate, up_rate, clock_min, steps,
-                 thermal, power, clock, trip):
+                 t_e, e_c, thermal, power, clock, trip):
     """The governors' per-device step into ``thermal``, ``trip``, ``power``, ``clock``: the
     thermal governor (:func:`twin.power.compiled.thermal_clock`), the shutdown trip, the
-    power-limit clock (:func:`twin.power.compiled.power_clock`) and their minimum."""
+    power-limit clock (:func:`twin.power.compiled.power_clock`) and their minimum; each
+    device's leakage factor into ``e_c`` and the die temperature it is for into ``t_e``."""
     for j in range(t_die.size):
         td = t_die[j]
         thermal[j] = _dev.thermal_clock(clock_thermal[j], td, t_throttle[j], hysteresis[j], gain, down_rate, up_rate,
                                         clock_min, dt)
         trip[j] = tripped[j] or td > t_shutdown[j]
         e = _dev.leak_factor(td, t_ref[j], beta[j])
+        t_e[j], e_c[j] = td, e
         power[j] = _dev.power_clock(_dev.peak(u, j), e, limit[j], a[j], p_leak_ref[j], alpha[j], p_dyn[j], clock_min, steps)
         clock[j] = min(thermal[j], power[j])
 

@@ -98,6 +98,7 @@ class FusedLoop:
         self.x = np.empty(2 * int(self.g_m.max()) * SLED_CHUNK)
         self.y = np.empty((int(self.g_m.max()) + 2) * SLED_CHUNK)
         self.rack_p = np.empty(sy.n_racks)
+        self.e = np.empty(sy.n_devices)  # each device's leakage factor at its die temperature
         self._w = (None, None)  # (the integrator blocks the flat propagators were built from, arrays)
         _warm()  # compile (or load from numba's cache) now, while the simulation is built
 
@@ -160,7 +161,7 @@ class FusedLoop:
             CLOCK_NEWTON_STEPS, float(h), self.device_rack, np.ascontiguousarray(fixed_rack, dtype=float),
             rack_limit, self.g_kd, self.g_m, self.g_sled, self.g_t, self.g_dev, self.sleds, self.devices,
             W, w_off, Q, T, clock_lim, off, gov_trip, thermal, power, racks.t_die, racks.t_die_peak,
-            self.x, self.y, self.rack_p, out["device.p"], out["device.p_step"], out["device.clock"], out["device.t_die"],
+            self.x, self.y, self.e, self.rack_p, out["device.p"], out["device.p_step"], out["device.clock"], out["device.t_die"],
             out["device.throttled"], out["device.clock_limit"], out["device.tripped"], out["t_cool"], out["t_air"])
         # the state as after the last step taken
         start = 0
@@ -211,41 +212,46 @@ def _warm() -> None:
     f, i, b = np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_)
     f2, f3, b2 = np.zeros((0, 1)), np.zeros((0, 1, 1)), np.zeros((0, 1), dtype=np.bool_)
     _compiled()(f3, i, b, f, *(f,) * 13, 0.0, 0.0, 0.0, 0.0, 1, 1.0, i, f, f, i, i, i, i, i, i, i, f, i, f, f,
-                f, b, b, f, f, f, f, f, f, f, f3, f2, f2, f2, b2, f2, b2, f2, f2)
+                f, b, b, f, f, f, f, f, f, f, f, f3, f2, f2, f2, b2, f2, b2, f2, f2)
 
 
 def _loop(U, watch, held, limit, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn, p_idle, ilf, excursion,
           t_throttle, hysteresis, t_shutdown, gain, down_rate, up_rate, clock_min, newton, dt,
           device_rack, fixed_rack, rack_limit, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices,
-          W, w_off, Q, T, clock_lim, off, gov_trip, thermal, power, t_die, t_die_peak, x, y, rack_p,
+          W, w_off, Q, T, clock_lim, off, gov_trip, thermal, power, t_die, t_die_peak, x, y, e, rack_p,
           P, p_step, clock_out, t_die_out, throttled_out, clock_limit_out, tripped_out, t_cool, t_air):
     """``U.shape[0]`` steps of the feedback loop; returns the number taken (a step whose
     shelves come within the margin of ``rack_limit`` is not taken, nor one that starts with a
     device of ``watch`` below full clock or tripped): chip power (:func:`_power`), the
     shelves' test (:func:`_over`), the sled networks (:func:`_sleds`) and the governors
-    (:func:`_govern`), each step."""
+    (:func:`_govern`), each step. ``e`` holds each device's leakage factor at its die
+    temperature (:func:`twin.power.compiled.leak_factor`): computed here for the first step,
+    then by the governors for the next."""
+    for d in range(t_die.size):
+        e[d] = _dev.leak_factor(t_die[d], t_ref[d], beta[d])
     for j in range(U.shape[0]):
         if j > 0:
             for i in range(watch.size):
                 if clock_lim[watch[i]] != 1.0 or off[watch[i]]:
                     return j
         _power_jit(j, U, held, limit, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn, p_idle, ilf, excursion,
-                   clock_lim, off, t_die, P, p_step, clock_out)
+                   clock_lim, off, e, P, p_step, clock_out)
         if _over_jit(j, P, device_rack, fixed_rack, rack_limit, rack_p):
             return j
         _sleds_jit(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, W, w_off, Q, T, p_step, t_die, x, y,
                    t_cool, t_air)
         _govern_jit(j, U, limit, a, p_leak_ref, t_ref, beta, alpha, p_dyn, t_throttle, hysteresis, t_shutdown,
                     gain, down_rate, up_rate, clock_min, newton, dt, clock_lim, off, gov_trip, thermal, power,
-                    t_die, t_die_peak, t_die_out, throttled_out, clock_limit_out, tripped_out)
+                    t_die, t_die_peak, e, t_die_out, throttled_out, clock_limit_out, tripped_out)
     return U.shape[0]
 
 
 def _power(j, U, held, limit, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn, p_idle, ilf, excursion,
-           clock_lim, off, t_die, P, p_step, clock_out):
+           clock_lim, off, e, P, p_step, clock_out):
     """Step ``j``'s device power per sub-step into ``P[j]``, its mean into ``p_step[j]`` and
     the clock it ran at into ``clock_out[j]``: :func:`twin.power.compiled.device_power` (as
-    ``ChipPower.step``), then numpy's mean over the sub-steps (summed in order, divided)."""
+    ``ChipPower.step``) with the leakage factors ``e`` at the die temperatures, then numpy's
+    mean over the sub-steps (summed in order, divided)."""
     n_sub, n = U.shape[1], U.shape[2]
     for d in range(n):
         clock_out[j, d] = clock_lim[d]
@@ -254,8 +260,7 @@ def _power(j, U, held, limit, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn, 
                 P[j, s, d] = 0.0
             p_step[j, d] = 0.0
             continue
-        e = _dev.leak_factor(t_die[d], t_ref[d], beta[d])
-        floor, fa, idle = _dev.power_terms(clock_lim[d], e, a[d], e_idle[d], p_leak_ref[d], alpha[d], p_idle[d],
+        floor, fa, idle = _dev.power_terms(clock_lim[d], e[d], a[d], e_idle[d], p_leak_ref[d], alpha[d], p_idle[d],
                                            ilf[d])
         cap = excursion[d] * limit[d]
         acc = 0.0
@@ -330,11 +335,12 @@ def _sleds(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, W, w_off, Q, T, p_s
 
 def _govern(j, U, limit, a, p_leak_ref, t_ref, beta, alpha, p_dyn, t_throttle, hysteresis, t_shutdown,
             gain, down_rate, up_rate, clock_min, newton, dt, clock_lim, off, gov_trip, thermal, power,
-            t_die, t_die_peak, t_die_out, throttled_out, clock_limit_out, tripped_out):
+            t_die, t_die_peak, e, t_die_out, throttled_out, clock_limit_out, tripped_out):
     """The governors after step ``j``, per device: thermal throttle, shutdown trip and its
     restart, the power-limit clock (Newton at the step's highest demand) and their minimum, as
     ``Governors.step`` (no caps, every rack powered), with the equations of
-    :mod:`twin.power.compiled`."""
+    :mod:`twin.power.compiled`; the leakage factor at the new die temperature into ``e`` (the
+    next step's power reads it: one ``exp`` per device and step)."""
     Uj = U[j]
     for d in range(t_die.size):
         td = t_die[d]
@@ -344,8 +350,8 @@ def _govern(j, U, limit, a, p_leak_ref, t_ref, beta, alpha, p_dyn, t_throttle, h
         cc = _dev.thermal_clock(thermal[d], td, t_throttle[d], hysteresis[d], gain, down_rate, up_rate, clock_min, dt)
         thermal[d] = cc
         gov_trip[d] = (gov_trip[d] or td > t_shutdown[d]) and not (td < t_throttle[d])
-        e = _dev.leak_factor(td, t_ref[d], beta[d])
-        pw = _dev.power_clock(_dev.peak(Uj, d), e, limit[d], a[d], p_leak_ref[d], alpha[d], p_dyn[d], clock_min,
+        e[d] = _dev.leak_factor(td, t_ref[d], beta[d])
+        pw = _dev.power_clock(_dev.peak(Uj, d), e[d], limit[d], a[d], p_leak_ref[d], alpha[d], p_dyn[d], clock_min,
                               newton)
         power[d] = pw
         clock_lim[d] = min(cc, pw)
