@@ -99,6 +99,44 @@ def test_govern_writes_new_arrays_and_leaves_its_inputs_alone(chip):
         assert (out[3] & ~tripped).any()  # new trips this step, only in the output
 
 
+def test_power_reuses_the_governors_leakage_only_where_the_die_temperature_is_theirs(chip):
+    """The governors leave each device's leakage factor for the next step's power, which starts
+    from the same die temperatures: power computed after govern equals a fresh kernel's to the
+    bit (the factor is the same number), where the temperatures are the governors' and where
+    they moved (half the devices 1 K warmer: computed anew), and the reference to a few ulp."""
+    u, clock, on, t_die, held = _inputs(chip, 4, 11)
+    k = NumbaKernel(chip)
+    k.govern(u, t_die, clock, ~on, 1.0)
+    moved = t_die.copy()
+    moved[::2] += 1.0
+    for t in (t_die, moved):
+        got = k.power(u, clock, on, t, held)
+        np.testing.assert_array_equal(got, NumbaKernel(chip).power(u, clock, on, t, held))
+        np.testing.assert_allclose(got, NumpyKernel(chip).power(u, clock, on, t, held), rtol=STEP_RTOL, atol=0.0)
+
+
+def test_sled_product_sums_each_column_in_row_order():
+    """The compiled loop's sled product (sleds innermost, several at once) is a row-order
+    matrix product to the bit: each column summed from 0 over the rows in order, as the
+    per-sled loop it replaced did; here against that loop in Python on random figures, for a
+    chunk fuller and emptier than its stride."""
+    from twin.power.compiled import chunk_product
+
+    rng = np.random.default_rng(3)
+    rows, cols, stride = 24, 14, 8
+    W = rng.normal(size=5 + rows * cols)  # one W at offset 5 of a flat array
+    for ns in (stride, 3):
+        x = rng.normal(size=rows * stride)
+        y = np.full(cols * stride, np.nan)
+        chunk_product(x, y, W, 5, rows, cols, ns, stride)
+        for s in range(ns):
+            for c in range(cols):
+                acc = 0.0
+                for r in range(rows):
+                    acc += x[r * stride + s] * W[5 + r * cols + c]
+                assert y[c * stride + s] == acc, (ns, s, c)
+
+
 #: faults and throttling; jobs and a plant; shutdown trips (first-trip time, devices tripped)
 @pytest.mark.parametrize("case", ["quickstart-events", "hall-1k", "cdu-pump-trip"])
 def test_run_matches_reference(case):
