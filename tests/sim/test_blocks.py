@@ -57,6 +57,8 @@ CASES = {
         "jobs": [{"kind": "training", "name": "frontier", "devices": {"kind": "trn3", "count": 288},
                   "iteration_time": "4 s", "compute_share": 0.75, "tokens_per_iteration": 16777216,
                   "checkpoint": {"interval": "1 min", "duration": "15 s"}}]}),
+    # 256 air-cooled A100 SXM with HBM nodes (device.t_hbm recorded) on the numpy loop
+    "seren-fleet": ("seren-fleet.yaml", {"time": {"duration": "3 min"}}),
 }
 
 
@@ -95,6 +97,13 @@ def test_blocks_are_the_single_steps(case):
     assert a.event_log == b.event_log
     if case in QUIET:  # most steps were quiet (not the plant's updates, events, trips)
         assert b._quiet.steps > b.n_steps // 2, (b._quiet.steps, b.n_steps)
+
+
+def test_hbm_nodes_keep_the_compiled_loop_off():
+    """The compiled loop does not write device.t_hbm: a system with HBM nodes takes the numpy
+    quiet-block loop (compared with the single steps above, case seren-fleet)."""
+    sim = Simulation(load_scenario(SCENARIOS / "seren-fleet.yaml", {"time": {"duration": "1 min"}}), kernel="numba")
+    assert sim.racks.hbm and sim._quiet is not None and sim._quiet.compiled() is None
 
 
 def test_block_boundaries():

@@ -258,6 +258,12 @@ class Chip(Entry):
                 raise ValueError("tdp must lie inside tdp_range")
         if self.t_shutdown.si <= self.t_throttle.si:
             raise ValueError("t_shutdown must be above t_throttle")
+        hbm = [f for f in ("hbm_power_fraction", "r_hbm", "c_hbm", "t_hbm_max") if getattr(self, f) is not None]
+        if hbm and len(hbm) < 4:
+            raise ValueError("an HBM node needs hbm_power_fraction, r_hbm, c_hbm and t_hbm_max together "
+                             f"(given: {', '.join(hbm)})")
+        if self.hbm_power_fraction is not None and not self.hbm_power_fraction.si < 1:
+            raise ValueError("hbm_power_fraction must be below 1")
         if self.flow_ref.si <= 0:
             raise ValueError("flow_ref must be positive")
         return self

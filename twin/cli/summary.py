@@ -58,6 +58,9 @@ def summary_table(kpi: dict, path: Path | None, interrupted: bool) -> Table:
                                 + (f" ({kpi['t_die_max_kind']} {kpi['t_die_max_device']})"
                                    if "t_die_max_device" in kpi else "")),
         *([("hottest of each kind", hottest_per_kind(kpi))] if "t_die_max_device" in kpi else []),
+        *([("max HBM temperature", f"{kpi['t_hbm_max_degC']:.1f} °C (limit {kpi['t_hbm_limit_degC']:.1f} °C; "
+                                   f"{plural(kpi['devices_over_hbm_limit'], 'device')} above)")]
+          if "t_hbm_max_degC" in kpi else []),
         ("throttled time", f"{kpi['throttled_device_seconds']:,.0f} device-s "
                            f"({plural(kpi['devices_throttled'], 'device')})"),
         ("devices tripped", f"{kpi['devices_tripped']}"),

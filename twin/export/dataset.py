@@ -141,6 +141,17 @@ def summary(sim) -> dict[str, float | int]:
         kpi["t_die_max_kind"] = str(sy.device_kind[hottest])
         for kind in dict.fromkeys(sy.device_kind.astype(str)):  # catalogue order of appearance
             kpi[f"t_die_max_{kind}_degC"] = float(peak[sy.device_kind == kind].max())
+    hbm = getattr(getattr(sim, "racks", None), "t_hbm_peak", None)
+    if hbm is not None and np.isfinite(hbm).any():
+        # The hottest HBM stacks against their limit (the stacks' own limit: with warm coolant
+        # or a hot aisle it can bind before the die's).
+        sy = sim.system
+        hottest = int(np.nanargmax(hbm))
+        over = hbm > sy.chip["t_hbm_max"]  # (NaN compares False)
+        kpi["t_hbm_max_degC"] = float(hbm[hottest])
+        kpi["t_hbm_max_device"] = str(sy.device_name[hottest])
+        kpi["t_hbm_limit_degC"] = float(sy.chip["t_hbm_max"][hottest])
+        kpi["devices_over_hbm_limit"] = int(np.count_nonzero(over))
     if np.isfinite(sim.first_event):
         kpi["first_event_s"] = sim.first_event
         kpi["time_to_first_throttle_s"] = (sim.first_throttle - sim.first_event

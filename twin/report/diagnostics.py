@@ -55,4 +55,12 @@ def run_warnings(sim) -> list[str]:
         kinds, counts = np.unique(sy.device_kind[never], return_counts=True)
         what = ", ".join(f"{c:,} {k}" for k, c in zip(kinds, counts))
         out.append(f"{plural(int(never.sum()), 'device')} never used (utilisation 0 the whole run): {what}")
+    hbm = getattr(sim.racks, "t_hbm_peak", None)
+    if hbm is not None:
+        over = hbm > sy.chip["t_hbm_max"]  # (NaN for devices without an HBM node: False)
+        if over.any():
+            hottest = int(np.nanargmax(np.where(over, hbm, np.nan)))
+            out.append(f"{plural(int(over.sum()), 'device')} above the HBM temperature limit "
+                       f"(hottest {sy.device_name[hottest]} {hbm[hottest]:.1f} degC, limit "
+                       f"{sy.chip['t_hbm_max'][hottest]:.1f} degC; the model does not slow the memory down)")
     return out

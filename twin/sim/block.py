@@ -81,6 +81,8 @@ class QuietBlocks:
         self.cdu = c.get("SimpleCdu")  # None with a plant
         self.accounting = c.get("JobAccounting")  # None without jobs
         self.loop_keys = LOOP_KEYS + tuple(v.key for v in self.accounting.outputs) if self.accounting else LOOP_KEYS
+        if self.racks.hbm:  # (a new array each step: RackThermal._hbm_temperatures)
+            self.loop_keys += ("device.t_hbm",)
         # what the downstream part reads of the loop's values: the shelves' sums, the energy
         # counters and the multi-rate components' inputs (the recorder's variables are added
         # when recording, all of them when ``each`` reads each step)
@@ -117,8 +119,10 @@ class QuietBlocks:
         q = cls(sim)
         if q.chips.sy is None or type(q.racks.integrator) is not ExponentialIntegrator:
             return None
-        # the compiled loop (a block whose jobs' demand cannot be written ahead: per step)
-        q._compile = getattr(sim, "block_kernel", "numpy") == "numba"
+        # the compiled loop (a block whose jobs' demand cannot be written ahead: per step), on
+        # sleds without HBM nodes: it advances them through the same propagators (the HBM split
+        # is folded into them) but does not write device.t_hbm
+        q._compile = getattr(sim, "block_kernel", "numpy") == "numba" and not q.racks.hbm
         return q
 
     def compiled(self):
@@ -311,7 +315,7 @@ class QuietBlocks:
                   "rack.psu_overload": (sy.n_racks,), "rack.throttled": (sy.n_racks,), "rack.capped": (sy.n_racks,),
                   "t_cool": (sy.sled_name.size,), "t_air": (sy.sled_name.size,)}
         flags = ("device.throttled", "device.tripped", "rack.capped")
-        jobs = self.loop_keys[len(LOOP_KEYS):]  # (the job accounting's outputs)
+        jobs = tuple(v.key for v in self.accounting.outputs) if self.accounting else ()
         if jobs:
             shapes.update(dict.fromkeys(jobs, (len(self.accounting.jobs.jobs),)))
         return {key: np.empty((k,) + shapes.get(key, (n,)), dtype=bool if key in flags else float)

@@ -157,6 +157,9 @@ def build_system(scenario: Scenario, catalog: Catalog) -> System:
     # lowest settable power limit; the idle power where the catalogue gives none
     chip["p_limit_min"] = np.array([catalog.chips[k].p_limit_min.si if catalog.chips[k].p_limit_min
                                     else catalog.chips[k].p_idle.si for k in kinds])
+    # the HBM stacks' temperature limit (NaN for devices without an HBM node)
+    chip["t_hbm_max"] = np.array([catalog.chips[k].t_hbm_max.si if catalog.chips[k].t_hbm_max is not None
+                                  else np.nan for k in kinds])
     liquid = np.array([catalog.chips[k].cooling == "liquid" for k in kinds])
     sled_template = _col(sleds, "template", object)
     device_start = _col(sleds, "device_start", np.int64)
@@ -333,7 +336,15 @@ def _sled_groups(catalog, kinds, sled_template, device_start, coolant=None) -> l
             factor = loop_coolant_factors(coolant["points"], coolant["water"], coolant["temperature"],
                                           exponent)["convection"]
             g_conv = np.where(slot_liquid, g_conv * factor, g_conv)
+        # One HBM node per accelerator whose catalogue entry gives the HBM figures (its stacks
+        # lumped: the fraction, resistance and capacity are those of all its stacks together).
+        hbm = [j for j, c in enumerate(chips)
+               if c.hbm_power_fraction is not None and c.r_hbm is not None and c.c_hbm is not None]
         groups.append(SledGroup(
+            hbm_slot=np.array(hbm, dtype=np.int64),
+            hbm_fraction=np.array([chips[j].hbm_power_fraction.si for j in hbm]),
+            g_hbm=np.array([1.0 / chips[j].r_hbm.si for j in hbm]),
+            c_hbm=np.array([chips[j].c_hbm.si for j in hbm]),
             template=sname, sleds=idx, devices=dev, liquid=slot_liquid,
             g_jc=np.array([1.0 / c.r_jc.si for c in chips]),
             g_conv_ref=g_conv,

@@ -125,6 +125,12 @@ class _Block:
         W[:, :m, m:] = np.swapaxes(Phi[:, fluid, :], 1, 2) / h
         W[:, m:, :m] = np.swapaxes(Phi, 1, 2) / self.cap[None, :, None]
         W[:, m:, m:] = np.swapaxes(Psi[:, fluid, :], 1, 2) / (self.cap[None, :, None] * h)
+        if group.h:
+            # Device power enters on the die rows of [T | q]; the HBM nodes take their share f·P
+            # of it (SledGroup.heat_input), folded into those rows: W_p = S W_q with S the (k, m)
+            # map from die power to node heat (no other input reaches the die nodes).
+            S = group.heat_input(np.eye(group.k))
+            W[:, m: m + group.k] = S @ W[:, m:]
         self.W = W
         # Rows of each flow state (None: all sleds share state 0).
         self.rows = None if self.shared else [np.flatnonzero(self.inverse == j) for j in range(u)]
@@ -158,7 +164,8 @@ class ExponentialIntegrator:
         q : ndarray, shape (n, m)
             Heat into each node, P + b ⊙ T_in [W].
         p : ndarray, shape (n, k), optional
-            Heat added to the first k nodes (the dies' power) [W]: the input is q + [p | 0].
+            The devices' power [W], added to the first k nodes (the dies), less the share of
+            each HBM node, which it receives (:meth:`SledGroup.heat_input`).
 
         Returns
         -------
@@ -238,10 +245,13 @@ class ReferenceIntegrator(ExponentialIntegrator):
     def step(self, i, T, q, p=None):
         from scipy.integrate import solve_ivp
 
+        blk = self.blocks[i]
         if p is not None:
             q = q.copy()
-            q[:, : p.shape[1]] += p
-        blk = self.blocks[i]
+            if blk.group.h:
+                q += blk.group.heat_input(p)
+            else:
+                q[:, : p.shape[1]] += p
         n, m = T.shape
         g = np.concatenate([(q / blk.cap).ravel(), np.zeros(2 * n)])
         jac = blk.jac

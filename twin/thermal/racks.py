@@ -25,6 +25,8 @@ from twin.sim.events import rack_targets
 from twin.units import CP_AIR, CP_WATER
 
 T_DIE = Var("device", "t_die", "degC", "die temperature")
+#: Written only by systems with HBM nodes (accelerators whose catalogue entry gives their figures).
+T_HBM = Var("device", "t_hbm", "degC", "HBM stack temperature (NaN for devices without an HBM node)")
 SLED_T_COOLANT_OUT = Var("sled", "t_coolant_out", "degC", "sled coolant outlet temperature")
 SLED_T_AIR_OUT = Var("sled", "t_air_out", "degC", "sled exhaust air temperature")
 SLED_P_FAN = Var("sled", "p_fan", "W", "sled fan power (failed fans draw none)", record=False)
@@ -63,6 +65,9 @@ class RackThermal(Component):
               "facility.t_cold_aisle_next", "facility.p_network")
     outputs = (T_DIE, SLED_T_COOLANT_OUT, SLED_T_AIR_OUT, SLED_P_FAN, *RACK_VARS, *CDU_VARS,
                T_COLD_AISLE, Q_AIR)
+    #: Every variable it can write (the registry's declarations): the outputs, and the HBM
+    #: temperature of systems with HBM nodes.
+    VARIABLES = (*outputs, T_HBM)
     events = ("coolant_flow_loss", "rack_fan_failure")
     phase = "integration"
 
@@ -79,6 +84,14 @@ class RackThermal(Component):
         self.T = [np.zeros((g.sleds.size, g.m)) for g in sy.groups]
         self.t_die = np.full(sy.n_devices, 0.0)
         self.t_die_peak = np.full(sy.n_devices, -np.inf)  # highest die temperature of each device [degC]
+        # HBM nodes: the device of each group's nodes (n, h), each device's HBM temperature and
+        # its running peak (NaN for devices without) [degC]
+        self.hbm = any(g.h for g in sy.groups)
+        self._hbm_devices = [g.devices[:, g.hbm_slot] for g in sy.groups]
+        self.t_hbm = np.full(sy.n_devices, np.nan)
+        self.t_hbm_peak = np.full(sy.n_devices, np.nan)
+        if self.hbm:
+            self.outputs = (*type(self).outputs, T_HBM)
         self._flow_factor = None  # the CDU flow factors the flows were built with
         self._supply = None  # the boundary values q_base was built with
         self._t_cold_aisle = None
@@ -92,6 +105,8 @@ class RackThermal(Component):
     def initialise(self, state) -> None:
         self.state = state
         state["device.t_die"] = self.t_die
+        if self.hbm:
+            state["device.t_hbm"] = self.t_hbm
         self._fans()
         self.update(state, force=True)
 
@@ -183,9 +198,25 @@ class RackThermal(Component):
             p = power(self.t_die)
             for i, g in enumerate(self.sy.groups):
                 q = self.q_base[i].copy()
-                q[:, : g.k] += p[g.devices]
+                if g.h:
+                    q += g.heat_input(p[g.devices])
+                else:
+                    q[:, : g.k] += p[g.devices]
                 self.T[i] = self.integrator.steady_state(i, q)
                 self.t_die[g.devices] = self.T[i][:, : g.k]
+        if self.hbm:
+            self._hbm_temperatures()
+            if self.state is not None:
+                self.state["device.t_hbm"] = self.t_hbm
+
+    def _hbm_temperatures(self) -> None:
+        """Each device's HBM node temperature from the node temperatures [degC] (a new array,
+        so a block's per-step values stay apart)."""
+        t = np.full(self.sy.n_devices, np.nan)
+        for i, g in enumerate(self.sy.groups):
+            if g.h:
+                t[self._hbm_devices[i]] = self.T[i][:, g.hbm]
+        self.t_hbm = t
 
     def fluxes(self):
         """Heat to each CDU's liquid [W], heat to room air [W] and each CDU's secondary flow
@@ -270,6 +301,10 @@ class RackThermal(Component):
             _put(t_cool, sleds, fluid[:, 0])
             _put(t_air, sleds, fluid[:, 1])
         np.maximum(self.t_die_peak, self.t_die, out=self.t_die_peak)
+        if self.hbm:
+            self._hbm_temperatures()
+            self.t_hbm_peak = np.fmax(self.t_hbm_peak, self.t_hbm)
+            state["device.t_hbm"] = self.t_hbm
         return t_cool, t_air
 
     def step_block(self, k: int, dt: float, t_cool, t_air, p_loss, state) -> dict:
