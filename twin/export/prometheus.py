@@ -205,6 +205,7 @@ DEVICES_HELP = "Number of devices of a kind."
 DCGM_METRICS: dict[str, tuple[str, float | None, str]] = {
     "p": ("DCGM_FI_DEV_POWER_USAGE", 1.0, "Power draw (in W)."),
     "t_die": ("DCGM_FI_DEV_GPU_TEMP", 1.0, "GPU temperature (in C)."),
+    "t_hbm": ("DCGM_FI_DEV_MEMORY_TEMP", 1.0, "Memory temperature (in C)."),
     "clock": ("DCGM_FI_DEV_SM_CLOCK", None, "SM clock frequency (in MHz)."),
     "u": ("DCGM_FI_DEV_GPU_UTIL", 100.0, "GPU utilization (in %)."),
 }

@@ -26,7 +26,8 @@ from twin.units import CP_AIR, CP_WATER
 
 T_DIE = Var("device", "t_die", "degC", "die temperature")
 #: Written only by systems with HBM nodes (accelerators whose catalogue entry gives their figures).
-T_HBM = Var("device", "t_hbm", "degC", "HBM stack temperature (NaN for devices without an HBM node)")
+T_HBM = Var("device", "t_hbm", "degC", "HBM stack temperature (NaN for devices without an HBM node)",
+            metric="twin_device_memory_temperature_celsius")
 SLED_T_COOLANT_OUT = Var("sled", "t_coolant_out", "degC", "sled coolant outlet temperature")
 SLED_T_AIR_OUT = Var("sled", "t_air_out", "degC", "sled exhaust air temperature")
 SLED_P_FAN = Var("sled", "p_fan", "W", "sled fan power (failed fans draw none)", record=False)
