@@ -123,6 +123,14 @@ def _per_template(catalog) -> dict[str, tuple[int, int, int]]:
     return out
 
 
+def _hbm_templates(catalog) -> set[str]:
+    """Rack and system templates with an accelerator that has an HBM node (``device.t_hbm``)."""
+    chips = {name for name, c in catalog.chips.items() if getattr(c, "hbm_power_fraction", None) is not None}
+    sleds = {name for name, s in catalog.sleds.items() if chips & set(s.devices)}
+    racks = {name for name, r in catalog.racks.items() if sleds & set(r.sleds)}
+    return racks | {name for name, s in catalog.systems.items() if racks & set(s.racks)}
+
+
 def estimate(scenario: Scenario, catalog, streamed: bool = False) -> Estimate:
     """Devices, steps, recorded samples and memory of ``scenario``, from arithmetic alone.
 
@@ -148,6 +156,8 @@ def estimate(scenario: Scenario, catalog, streamed: bool = False) -> Estimate:
                 devices += spec.count * d
                 sleds += spec.count * s
                 racks += spec.count * r
+    hbm_racks = _hbm_templates(catalog)
+    hbm = any(spec.template in hbm_racks for hall in scenario.halls for row in hall.rows for spec in row.racks)
     cdus = sum(c.count for c in scenario.cdus) or 1
     h = scenario.time.step
     h_w = scenario.workload_step or h
@@ -167,7 +177,8 @@ def estimate(scenario: Scenario, catalog, streamed: bool = False) -> Estimate:
         n = substeps // every
         names = record.variables.get(group) or [
             v for v in VARIABLES[group]
-            if scenario.plant is not None or set(writers(f"{group}.{v}")) - plant_only]
+            if (scenario.plant is not None or set(writers(f"{group}.{v}")) - plant_only)
+            and (hbm or f"{group}.{v}" != "device.t_hbm")]  # (written only by systems with HBM nodes)
         row = 8.0 * sizes[group] * len(names)
         samples += n
         if streamed:
