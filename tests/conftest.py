@@ -168,3 +168,18 @@ def pytest_collection_modifyitems(config, items):
     for item, group in _shared_fixture_groups(items).items():
         if not any(True for _ in item.iter_markers("xdist_group")):
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_sessionstart(session):
+    """A path on the command line that does not exist is an error, as without workers: under
+    pytest-xdist the controlling process collects nothing itself, and the workers' "not found"
+    would otherwise end the run as "no tests ran" (exit 5) without saying why."""
+    config = session.config
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    if config.args_source is not pytest.Config.ArgsSource.ARGS:  # testpaths or the current folder
+        return
+    here = Path(config.invocation_params.dir)
+    for arg in config.args:
+        if not (here / arg.split("::", 1)[0]).exists():
+            pytest.exit(f"file or directory not found: {arg}", returncode=4)
