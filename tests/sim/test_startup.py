@@ -17,6 +17,31 @@ from tests.conftest import ROOT, SCENARIOS
 HEAVY = ("pandas", "scipy.integrate", "dask", "xarray", "zarr", "matplotlib")
 
 
+def loaded_at_first_step(tmp_path, modules, env, runs=1):
+    """Run ``twin run`` of the quickstart ``runs`` times as a user does (options, output set-up,
+    load and build) with ``Simulation.run`` replaced by a probe that exits at the first step;
+    for each run, the ``modules`` then loaded (sorted)."""
+    code = (
+        "import json, os, sys\n"
+        "import twin.sim.driver as driver\n"
+        "def first_step(self, *args, **kwargs):\n"
+        f"    print(json.dumps(sorted(m for m in {tuple(modules)!r} if sys.modules.get(m) is not None)), flush=True)\n"
+        "    os._exit(0)\n"
+        "driver.Simulation.run = first_step\n"
+        "from twin.cli import main\n"
+        f"sys.argv = ['twin', 'run', {str(SCENARIOS / 'quickstart.yaml')!r}, '--duration', '2 s', '-o', "
+        f"{str(tmp_path / 'q.zarr')!r}]\n"
+        "main()\n"
+    )
+    loaded = []
+    for _ in range(runs):
+        proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                              timeout=300, env=env)
+        assert proc.returncode == 0, proc.stderr
+        loaded.append(json.loads(proc.stdout.splitlines()[-1]))
+    return loaded
+
+
 def test_quickstart_reaches_first_step_without_heavy_imports():
     code = (
         "import json, sys\n"
@@ -42,23 +67,8 @@ def test_twin_run_command_reaches_first_step_without_heavy_imports(tmp_path):
     """The command as a user runs it — options, output set-up, load and build — up to the first
     step (``Simulation.run`` is replaced by a probe that lists the heavy modules then loaded and
     exits): xarray and pandas come only after the run, when the result is written."""
-    out = tmp_path / "q.zarr"
-    code = (
-        "import json, os, sys\n"
-        "import twin.sim.driver as driver\n"
-        "def first_step(self, *args, **kwargs):\n"
-        f"    print(json.dumps(sorted(m for m in {CLI_HEAVY!r} if sys.modules.get(m) is not None)), flush=True)\n"
-        "    os._exit(0)\n"
-        "driver.Simulation.run = first_step\n"
-        "from twin.cli import main\n"
-        f"sys.argv = ['twin', 'run', {str(SCENARIOS / 'quickstart.yaml')!r}, '--duration', '2 s', '-o', {str(out)!r}]\n"
-        "main()\n"
-    )
     env = {k: v for k, v in os.environ.items() if k != "TWIN_KERNEL"}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env=env)
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout.splitlines()[-1]) == []
+    assert loaded_at_first_step(tmp_path, CLI_HEAVY, env) == [[]]
 
 
 def test_units_registry_is_the_same_with_and_without_pint_cache():
@@ -123,27 +133,9 @@ def test_twin_run_reads_propagators_from_the_cache_without_scipy_linalg(tmp_path
     """The sled networks' matrix exponentials are computed with scipy.linalg (~0.35 CPU-s to
     import) the first time and read back from the on-disk cache after: the second ``twin run``
     of the quickstart reaches its first step without importing scipy.linalg."""
-    code = (
-        "import json, os, sys\n"
-        "import twin.sim.driver as driver\n"
-        "def first_step(self, *args, **kwargs):\n"
-        "    print(json.dumps(sys.modules.get('scipy.linalg') is not None), flush=True)\n"
-        "    os._exit(0)\n"
-        "driver.Simulation.run = first_step\n"
-        "from twin.cli import main\n"
-        f"sys.argv = ['twin', 'run', {str(SCENARIOS / 'quickstart.yaml')!r}, '--duration', '2 s', '-o', "
-        f"{str(tmp_path / 'q.zarr')!r}]\n"
-        "main()\n"
-    )
     env = {k: v for k, v in os.environ.items() if k != "TWIN_KERNEL"}
     env["TWIN_CACHE_DIR"] = str(tmp_path / "cache")
-    loaded = []
-    for _ in range(2):
-        proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                              timeout=300, env=env)
-        assert proc.returncode == 0, proc.stderr
-        loaded.append(json.loads(proc.stdout.splitlines()[-1]))
-    assert loaded == [True, False]
+    assert loaded_at_first_step(tmp_path, ["scipy.linalg"], env, runs=2) == [["scipy.linalg"], []]
     assert list((tmp_path / "cache" / "van_loan").glob("*.npy"))
 
 
@@ -158,23 +150,8 @@ def test_twin_run_command_imports_neither_rich_nor_other_commands(tmp_path):
     """``twin run`` parses its options with a command group holding only ``run`` (the same
     parser, messages and exit codes) and prints nothing before its first step, so neither the
     other commands' modules nor rich are imported by then (output piped: no progress bar)."""
-    code = (
-        "import json, os, sys\n"
-        "import twin.sim.driver as driver\n"
-        "def first_step(self, *args, **kwargs):\n"
-        f"    print(json.dumps(sorted(m for m in {CLI_LAZY!r} if sys.modules.get(m) is not None)), flush=True)\n"
-        "    os._exit(0)\n"
-        "driver.Simulation.run = first_step\n"
-        "from twin.cli import main\n"
-        f"sys.argv = ['twin', 'run', {str(SCENARIOS / 'quickstart.yaml')!r}, '--duration', '2 s', '-o', "
-        f"{str(tmp_path / 'q.zarr')!r}]\n"
-        "main()\n"
-    )
     env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "FORCE_TERMINAL")}
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env=env)
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout.splitlines()[-1]) == []
+    assert loaded_at_first_step(tmp_path, CLI_LAZY, env) == [[]]
 
 
 def test_twin_run_errors_and_help_are_those_of_the_whole_command_group(tmp_path):
@@ -222,26 +199,9 @@ WARM_LAZY = ("pydantic", "pydantic_core", "typer", "typer._adapters", "twin.scen
 
 
 def test_warm_twin_run_reaches_first_step_without_pydantic(tmp_path):
-    code = (
-        "import json, os, sys\n"
-        "import twin.sim.driver as driver\n"
-        "def first_step(self, *args, **kwargs):\n"
-        f"    print(json.dumps(sorted(m for m in {WARM_LAZY!r} if sys.modules.get(m) is not None)), flush=True)\n"
-        "    os._exit(0)\n"
-        "driver.Simulation.run = first_step\n"
-        "from twin.cli import main\n"
-        f"sys.argv = ['twin', 'run', {str(SCENARIOS / 'quickstart.yaml')!r}, '--duration', '2 s', '-o', "
-        f"{str(tmp_path / 'q.zarr')!r}]\n"
-        "main()\n"
-    )
     env = {k: v for k, v in os.environ.items() if k != "TWIN_KERNEL"}
     env["TWIN_CACHE_DIR"] = str(tmp_path / "cache")
-    loaded = []
-    for _ in range(2):
-        proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                              timeout=300, env=env)
-        assert proc.returncode == 0, proc.stderr
-        loaded.append(json.loads(proc.stdout.splitlines()[-1]))
+    loaded = loaded_at_first_step(tmp_path, WARM_LAZY, env, runs=2)
     assert "pydantic" in loaded[0]  # validated the first time
     assert loaded[1] == []
 
