@@ -119,10 +119,8 @@ class QuietBlocks:
         q = cls(sim)
         if q.chips.sy is None or type(q.racks.integrator) is not ExponentialIntegrator:
             return None
-        # the compiled loop (a block whose jobs' demand cannot be written ahead: per step), on
-        # sleds without HBM nodes: it advances them through the same propagators (the HBM split
-        # is folded into them) but does not write device.t_hbm
-        q._compile = getattr(sim, "block_kernel", "numpy") == "numba" and not q.racks.hbm
+        # the compiled loop (a block whose jobs' demand cannot be written ahead: per step)
+        q._compile = getattr(sim, "block_kernel", "numpy") == "numba"
         return q
 
     def compiled(self):
@@ -318,8 +316,11 @@ class QuietBlocks:
         jobs = tuple(v.key for v in self.accounting.outputs) if self.accounting else ()
         if jobs:
             shapes.update(dict.fromkeys(jobs, (len(self.accounting.jobs.jobs),)))
-        return {key: np.empty((k,) + shapes.get(key, (n,)), dtype=bool if key in flags else float)
-                for key in (*LOOP_KEYS[:1], *LOOP_KEYS[2:], *jobs, "t_cool", "t_air")}
+        buf = {key: np.empty((k,) + shapes.get(key, (n,)), dtype=bool if key in flags else float)
+               for key in (*LOOP_KEYS[:1], *LOOP_KEYS[2:], *jobs, "t_cool", "t_air")}
+        if self.racks.hbm:  # (NaN at the devices without an HBM node)
+            buf["device.t_hbm"] = np.full((k, n), np.nan)
+        return buf
 
     def _fused(self, U, i0: int, buf: dict, watch=None, finish=None) -> int:
         """The compiled loop over up to ``U.shape[0]`` steps, then what the components add per

@@ -94,6 +94,12 @@ class FusedLoop:
         self.g_dev = np.concatenate([[0], np.cumsum(self.g_ns * self.g_kd)]).astype(np.int64)
         self.sleds = np.ascontiguousarray(np.concatenate([g.sleds for g in groups]), dtype=np.int64)
         self.devices = np.ascontiguousarray(np.concatenate([g.devices.ravel() for g in groups]), dtype=np.int64)
+        # HBM nodes: each group's from g_hbm[g] to g_hbm[g + 1] in hbm_node (their node in the
+        # sled) and hbm_slot (the slot of the device they belong to)
+        self.g_hbm = np.concatenate([[0], np.cumsum([g.h for g in groups])]).astype(np.int64)
+        self.hbm_node = np.ascontiguousarray(np.concatenate([[0]] + [g.hbm for g in groups])[1:], dtype=np.int64)
+        self.hbm_slot = np.ascontiguousarray(np.concatenate([[0]] + [g.hbm_slot for g in groups])[1:], dtype=np.int64)
+        self.hbm = bool(self.g_hbm[-1])
         # [T | q] of up to SLED_CHUNK sleds, node by node (x), and their products with W (y)
         self.x = np.empty(2 * int(self.g_m.max()) * SLED_CHUNK)
         self.y = np.empty((int(self.g_m.max()) + 2) * SLED_CHUNK)
@@ -156,13 +162,14 @@ class FusedLoop:
         held = np.ascontiguousarray(st["device.held"], dtype=np.bool_)
         rack_limit = np.ascontiguousarray(capacity * (1.0 - SHELF_MARGIN), dtype=float)
         watch = _NONE if watch is None else np.ascontiguousarray(watch, dtype=np.int64)
+        t_hbm = out["device.t_hbm"] if self.hbm else _NO_HBM
         n = _compiled()(
             U, watch, held, limit, *ch.args, THROTTLE_GAIN, THROTTLE_DOWN_RATE, THROTTLE_UP_RATE, CLOCK_MIN,
             CLOCK_NEWTON_STEPS, float(h), self.device_rack, np.ascontiguousarray(fixed_rack, dtype=float),
             rack_limit, self.g_kd, self.g_m, self.g_sled, self.g_t, self.g_dev, self.sleds, self.devices,
-            W, w_off, Q, T, clock_lim, off, gov_trip, thermal, power, racks.t_die, racks.t_die_peak,
+            self.g_hbm, self.hbm_node, self.hbm_slot, W, w_off, Q, T, clock_lim, off, gov_trip, thermal, power, racks.t_die, racks.t_die_peak,
             self.x, self.y, self.e, self.rack_p, out["device.p"], out["device.p_step"], out["device.clock"], out["device.t_die"],
-            out["device.throttled"], out["device.clock_limit"], out["device.tripped"], out["t_cool"], out["t_air"])
+            out["device.throttled"], out["device.clock_limit"], out["device.tripped"], out["t_cool"], out["t_air"], t_hbm)
         # the state as after the last step taken
         start = 0
         for i, t in enumerate(racks.T):
@@ -172,6 +179,10 @@ class FusedLoop:
         gov.clock = clock_lim
         st["device.clock_limit"] = clock_lim
         st["device.tripped"] = off
+        if self.hbm and n:  # (as RackThermal.integrate: each step's a new array, the peak its running fmax)
+            racks.t_hbm = t_hbm[n - 1]
+            racks.t_hbm_peak = np.fmax(racks.t_hbm_peak, np.fmax.reduce(t_hbm[:n], axis=0))
+            st["device.t_hbm"] = racks.t_hbm
         return int(n)
 
 
@@ -186,6 +197,7 @@ class NumbaChip:
 
 _COMPILED = None
 _NONE = np.zeros(0, dtype=np.int64)
+_NO_HBM = np.zeros((0, 0))
 
 
 def _compiled():
@@ -211,15 +223,15 @@ def _warm() -> None:
     (or loads it from its cache) for the argument types of :meth:`FusedLoop.run`."""
     f, i, b = np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_)
     f2, f3, b2 = np.zeros((0, 1)), np.zeros((0, 1, 1)), np.zeros((0, 1), dtype=np.bool_)
-    _compiled()(f3, i, b, f, *(f,) * 13, 0.0, 0.0, 0.0, 0.0, 1, 1.0, i, f, f, i, i, i, i, i, i, i, f, i, f, f,
-                f, b, b, f, f, f, f, f, f, f, f, f3, f2, f2, f2, b2, f2, b2, f2, f2)
+    _compiled()(f3, i, b, f, *(f,) * 13, 0.0, 0.0, 0.0, 0.0, 1, 1.0, i, f, f, i, i, i, i, i, i, i, i, i, i, f, i, f, f,
+                f, b, b, f, f, f, f, f, f, f, f, f3, f2, f2, f2, b2, f2, b2, f2, f2, f2)
 
 
 def _loop(U, watch, held, limit, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn, p_idle, ilf, excursion,
           t_throttle, hysteresis, t_shutdown, gain, down_rate, up_rate, clock_min, newton, dt,
-          device_rack, fixed_rack, rack_limit, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices,
-          W, w_off, Q, T, clock_lim, off, gov_trip, thermal, power, t_die, t_die_peak, x, y, e, rack_p,
-          P, p_step, clock_out, t_die_out, throttled_out, clock_limit_out, tripped_out, t_cool, t_air):
+          device_rack, fixed_rack, rack_limit, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node,
+          hbm_slot, W, w_off, Q, T, clock_lim, off, gov_trip, thermal, power, t_die, t_die_peak, x, y, e, rack_p,
+          P, p_step, clock_out, t_die_out, throttled_out, clock_limit_out, tripped_out, t_cool, t_air, t_hbm):
     """``U.shape[0]`` steps of the feedback loop; returns the number taken (a step whose
     shelves come within the margin of ``rack_limit`` is not taken, nor one that starts with a
     device of ``watch`` below full clock or tripped): chip power (:func:`_power`), the
@@ -238,8 +250,8 @@ def _loop(U, watch, held, limit, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dy
                    clock_lim, off, e, P, p_step, clock_out)
         if _over_jit(j, P, device_rack, fixed_rack, rack_limit, rack_p):
             return j
-        _sleds_jit(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, W, w_off, Q, T, p_step, t_die, x, y,
-                   t_cool, t_air)
+        _sleds_jit(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slot, W, w_off, Q, T,
+                   p_step, t_die, x, y, t_cool, t_air, t_hbm)
         _govern_jit(j, U, limit, a, p_leak_ref, t_ref, beta, alpha, p_dyn, t_throttle, hysteresis, t_shutdown,
                     gain, down_rate, up_rate, clock_min, newton, dt, clock_lim, off, gov_trip, thermal, power,
                     t_die, t_die_peak, e, t_die_out, throttled_out, clock_limit_out, tripped_out)
@@ -285,10 +297,14 @@ def _over(j, P, device_rack, fixed_rack, rack_limit, rack_p):
     return False
 
 
-def _sleds(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, W, w_off, Q, T, p_step, t_die, x, y, t_cool, t_air):
+def _sleds(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slot, W, w_off, Q, T, p_step,
+           t_die, x, y, t_cool, t_air, t_hbm):
     """Every sled network over step ``j``: ``[T | q + p] @ W`` per sled (each column summed
     over the rows in order), as ``ExponentialIntegrator.step``; new node temperatures into
-    ``T`` and ``t_die``, step-mean coolant and air temperatures into ``t_cool[j]``, ``t_air[j]``.
+    ``T`` and ``t_die``, step-mean coolant and air temperatures into ``t_cool[j]``, ``t_air[j]``,
+    the HBM nodes' temperatures into ``t_hbm[j]`` at their devices (the device power enters on
+    the die rows; the HBM nodes' share of it is folded into those rows of W, so nothing else
+    changes for a sled with HBM nodes).
 
     Consecutive sleds of a group with the same W (runs of at most ``x.size / (2 m)``) are formed
     together, node by node: the innermost loop runs over the sleds, reading ``x`` and ``y``
@@ -330,6 +346,8 @@ def _sleds(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, W, w_off, Q, T, p_s
                 dev0 = g_dev[g] + i * kd
                 for c in range(kd):
                     t_die[devices[_u(dev0 + c)]] = y[_u(c * chunk + s)]
+                for c in range(g_hbm[g], g_hbm[g + 1]):
+                    t_hbm[j, devices[_u(dev0 + hbm_slot[c])]] = y[_u(hbm_node[c] * chunk + s)]
             i0 = i1
 
 
