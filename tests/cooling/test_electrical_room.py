@@ -29,3 +29,37 @@ def test_units_for_load_n_plus_one():
     assert units_for_load(2.1e6, 1.0e6) == 4
     with pytest.raises(ValueError, match="capacity"):
         units_for_load(1.0, 0.0)
+
+
+def test_ups_heat_is_cooled_by_the_electrical_room_not_the_crahs():
+    """Where the UPS losses end: the electrical room's DX units remove them (with the busway and
+    miscellaneous heat), the CRAHs do not — the room air carries only what the racks and the
+    network put into it. Half an hour of the Phoenix design day in double conversion and in
+    eco mode: the CRAH fans and all plant cooling are the same to the bit (nothing on the air or
+    liquid side sees the UPS), while the electrical room's cooling follows the UPS losses,
+    each step by hand from the recorded heat and outdoor temperature (to 1e-12: the same
+    arithmetic)."""
+    import numpy as np
+
+    from tests.conftest import SCENARIOS
+    from twin.export.dataset import build_tree
+    from twin.scenario import load_scenario
+    from twin.sim.driver import Simulation
+
+    runs = {}
+    for mode in ("double_conversion", "eco"):
+        over = {"time": {"duration": "30 min", "step": "60 s"},
+                "record": {"facility": "60 s", "cdu": "off", "rack": "off", "device": "off"},
+                "plant": {"ups": {"mode": mode}}}
+        sim = Simulation(load_scenario(SCENARIOS / "design-day-phoenix.yaml", over))
+        sim.run()
+        runs[mode] = build_tree(sim)["facility"].to_dataset()
+    dc, eco = runs["double_conversion"], runs["eco"]
+    assert np.array_equal(dc["p_crah"].values, eco["p_crah"].values)
+    assert np.array_equal(dc["p_cooling"].values, eco["p_cooling"].values)
+    assert np.all(eco["p_ups_loss"].values < 0.5 * dc["p_ups_loss"].values)
+    for f in (dc, eco):
+        q = f["p_busway_loss"].values + f["p_ups_loss"].values + f["p_misc"].values
+        p_room, _ = electrical_room_cooling(q, f["t_outdoor"].values, *ARGS)
+        assert f["p_electrical_room_cooling"].values == pytest.approx(p_room, rel=1e-12)
+    assert np.all(eco["p_electrical_room_cooling"].values < dc["p_electrical_room_cooling"].values)

@@ -1,11 +1,11 @@
-"""Power delivery: N+1 shelves with a failed PSU, UPS and transformer losses, by hand."""
+"""Power delivery: N+1 shelves with a failed PSU and transformer losses, by hand."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from twin.power.delivery import shelf_load_sharing, transformer_losses, ups_input_power
+from twin.power.delivery import shelf_load_sharing, transformer_losses
 from twin.power.psu import shelf_input_power
 
 TITANIUM = (np.array([0.1, 0.2, 0.5, 1.0]), np.array([0.90, 0.94, 0.96, 0.91]))
@@ -25,13 +25,6 @@ def test_n_plus_1_shelf_with_one_psu_failed():
     assert loss5 == pytest.approx(p_dc / 0.95 - p_dc, rel=1e-12)   # 868.4 W
     # Five failed: one PSU cannot carry 16.5 kW.
     assert shelf_load_sharing(p_dc, 6, 5, 5_500.0)[1]
-
-
-def test_ups_double_conversion_curve():
-    """Load 40 % on a (0.25: 0.85, 0.5: 0.94, 1.0: 0.96) curve: η = 0.85 + 0.09·0.6 = 0.904."""
-    curve = (np.array([0.25, 0.5, 1.0]), np.array([0.85, 0.94, 0.96]))
-    p_in = ups_input_power(np.array([400e3]), 1e6, *curve)[0]
-    assert p_in == pytest.approx(400e3 / 0.904, rel=1e-12)
 
 
 def test_transformer_no_load_plus_copper():

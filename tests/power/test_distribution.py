@@ -69,36 +69,53 @@ def test_shelf_with_two_psus_left_caps_or_trips():
 
 
 def test_power_chain_overhead_of_a_350_kw_hall_by_hand():
-    """A Phoenix-design-day-sized hall (350 kW IT, 400 kW design) on modern N+1 UPS modules.
+    """A Phoenix-design-day-sized hall (350 kW IT, 400 kW design) on modern N+1 UPS modules:
+    the twin's own chain (:meth:`PowerChain.delivery`, what every run steps) against a hand
+    calculation from the catalogue figures, stage by stage.
 
-    Each loss by hand from the catalogue figures; the total electrical overhead is that of a
-    modern double-conversion chain: about 3 % UPS (96.5–97.5 % efficient), under 0.5 %
-    busway and 0.5–1 % transformers.
+    Sizing: busway rated 1.25 × 400 kW with 0.5 % loss there; N+1 = 2 modules of 500 kW for the
+    401.6 kW at the UPS output; one 1,000 kVA transformer for 1.25 × 400 kW at PF 0.95. Exact
+    arithmetic on the same figures: to 1e-12. The total electrical overhead is that of a modern
+    double-conversion chain: about 3 % UPS (96.5–97.5 % efficient), under 0.5 % busway and
+    0.5–1 % transformers.
     """
     from twin.catalog.model import load_catalog
-    from twin.power.delivery import power_chain
-    from twin.power.ups import ups_loss_coefficients, ups_modules
+    from twin.power.chain import PowerChain
+    from twin.power.ups import ups_loss_coefficients
 
     cat = load_catalog()
-    ups = cat.ups["ups-500kw-modern"]
+    ups, tr = cat.ups["ups-500kw-modern"], cat.transformers["mv-transformer-1000kva"]
+    room = cat.room_coolers["dx-electrical-room"]
     coef = ups_loss_coefficients([p[0] for p in ups.efficiency.points],
                                  [p[1] for p in ups.efficiency.points])
     design, p_it, p_cool = 400e3, 350e3, 40e3
-    n_ups = ups_modules(design * 1.005, ups.rating.si)  # 1 + 1
-    assert n_ups == 2
-    tr = cat.transformers["mv-transformer-1000kva"]
+    chain = PowerChain(design, ups, "double_conversion", tr, redundant=1, power_factor=0.95,
+                       misc_fraction=0.01, room_cooler=room)
+    assert (chain.n_modules, chain.n_transformers) == (2, 1)
     nl, ll = tr.no_load_loss.si, tr.load_loss.si
     # DOE 2016 minimum: 99.43 % at 50 % load
     assert 500e3 / (500e3 + nl + ll / 4) == pytest.approx(0.9943, abs=1e-5)
-    out = power_chain(p_it, p_cool, design, 0.005 * design, n_ups, ups.rating.si, coef,
-                      1, tr.rating.si, nl, ll, 0.95)
-    bus = 0.005 * design * (p_it / design) ** 2
-    assert out["busway"] == pytest.approx(bus)
+    out = chain.delivery(p_it, p_cool, 60.0, 25.0)
+    bus = 0.005 * 1.25 * design * (p_it / (1.25 * design)) ** 2
+    assert out["busway"] == pytest.approx(bus, rel=1e-12)
     x = (p_it + bus) / (2 * 500e3)
-    assert out["ups"] == pytest.approx(2 * 500e3 * (coef[0] + coef[1] * x + coef[2] * x * x))
-    s = (p_it + bus + out["ups"] + p_cool) / 0.95
-    assert out["transformer"] == pytest.approx(nl + ll * (s / 1.0e6) ** 2)
-    assert out["utility"] == pytest.approx(p_it + p_cool + bus + out["ups"] + out["transformer"])
+    l_ups = 2 * 500e3 * (coef[0] + coef[1] * x + coef[2] * x * x)
+    assert out["ups"] == pytest.approx(l_ups, rel=1e-12)
+    misc = 0.01 * design
+    assert out["misc"] == pytest.approx(misc, rel=1e-12)
+    # the electrical room at 25 degC outdoors (no economiser: 25 + 5 > 24 degC): DX between
+    # 24 - 8 = 16 degC evaporating and 25 + 15 = 40 degC condensing at 0.45 of Carnot, fans 4 %
+    q_room = bus + l_ups + misc
+    cop = 0.45 * (16.0 + 273.15) / (40.0 - 16.0)
+    p_room = q_room * (0.04 + 1.0 / cop)
+    assert out["room"] == pytest.approx(p_room, rel=1e-12)
+    assert out["q_room"] == pytest.approx(q_room + p_room, rel=1e-12)
+    # the transformer carries everything on the utility, its copper loss on apparent power
+    p_util = p_it + bus + l_ups + p_cool + misc + p_room
+    l_tr = nl + ll * (p_util / 0.95 / 1.0e6) ** 2
+    assert out["transformer"] == pytest.approx(l_tr, rel=1e-12)
+    assert out["p_facility"] == pytest.approx(p_util + l_tr, rel=1e-12)
+    assert out["charge"] == out["battery"] == 0.0  # on the utility with the battery full
     assert 0.028 < out["ups"] / p_it < 0.032
     assert out["busway"] / p_it < 0.005
     assert 0.005 < out["transformer"] / p_it < 0.01

@@ -1,10 +1,10 @@
-"""Cooling of electrical rooms: the heat of UPS, transformer, switchgear and battery losses.
+"""Cooling of electrical rooms: the heat of UPS, battery and distribution losses.
 
-Electrical losses are heat in rooms of their own (UPS and battery rooms, transformer vaults,
-switchgear). Their cooling is counted in PUE like any other: here a packaged DX (direct-
-expansion) unit with an air-side economiser, its COP from the refrigerant lift
-(:func:`twin.cooling.refrigeration.chiller_full_load_cop`), or fans only when the outdoor air is
-cold enough to cool the room directly.
+Electrical losses are heat in rooms of their own (UPS and battery rooms, switchgear; the twin's
+liquid-immersed transformers stand outdoors). Their cooling is counted in PUE like any other:
+here a packaged DX (direct-expansion) unit with an air-side economiser, its COP from the
+refrigerant lift (:func:`twin.cooling.refrigeration.chiller_full_load_cop`), or fans only when
+the outdoor air is cold enough to cool the room directly.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ def electrical_room_cooling(q_loss, t_outdoor, t_room, evaporator_approach, cond
     Parameters
     ----------
     q_loss : array_like
-        Electrical losses in the rooms [W] (UPS, transformers, batteries, busway in the rooms).
+        Heat released in the rooms [W]: the power chain puts the UPS (with its battery
+        charger), busway and miscellaneous heat here; its transformers stand outdoors
+        (:class:`twin.power.chain.PowerChain`).
     t_outdoor : array_like
         Outdoor dry-bulb [degC].
     t_room : array_like

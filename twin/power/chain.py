@@ -208,7 +208,7 @@ class PowerChain(Component):
 
     def _room_cooling(self, q_room, t_outdoor):
         """The electrical room's cooling power and the heat it rejects (W), for the room's heat
-        ``q_room`` (W) at ``t_outdoor`` (K): :func:`electrical_room_cooling` with this room's figures."""
+        ``q_room`` (W) at ``t_outdoor`` (degC): :func:`electrical_room_cooling` with this room's figures."""
         r = self.room
         return electrical_room_cooling(
             q_room, t_outdoor, r.room_temperature.si, r.evaporator_approach.si,

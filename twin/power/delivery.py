@@ -1,7 +1,9 @@
-"""Power delivery upstream of the racks: busway/PDU, UPS and transformer losses.
+"""Power delivery upstream of the racks: busway, transformer, power factor, miscellaneous load and
+the power shelves' overload policies, as pure functions.
 
-Chain: rack AC input (IT power) → busway/PDU → UPS → transformer → utility. Each stage's loss is
-heat released where the stage stands (electrical rooms: air).
+Chain: rack AC input (IT power) → busway/PDU → UPS → transformer → utility. The chain itself,
+with its sizing and where each loss ends as heat, is :class:`twin.power.chain.PowerChain`; the UPS
+loss model is :mod:`twin.power.ups`.
 """
 
 from __future__ import annotations
@@ -10,56 +12,6 @@ import math
 
 import numpy as np
 
-from twin.power.psu import psu_efficiency
-
-
-#: Busway/PDU conduction loss at the operating point [1] (estimate: 0.5–1 % per
-#: CATALOGUE-SOURCES.md, "transformer / busbar losses").
-BUSWAY_LOSS_FRACTION = 0.0075
-
-
-def busway_input_power(p_out, loss_fraction=BUSWAY_LOSS_FRACTION):
-    """Busway/PDU input power for a delivered power.
-
-    Parameters
-    ----------
-    p_out : ndarray
-        Power delivered to the racks [W].
-    loss_fraction : float
-        Conduction loss at the operating point as a fraction of the delivered power [1]
-        (0.5–1 %, CATALOGUE-SOURCES.md, estimate).
-
-    Returns
-    -------
-    ndarray
-        P_in = P_out · (1 + loss_fraction) [W].
-    """
-    return np.asarray(p_out) * (1.0 + loss_fraction)
-
-
-def ups_input_power(p_out, rating, curve_load, curve_efficiency):
-    """UPS input power from its efficiency curve.
-
-    Parameters
-    ----------
-    p_out : ndarray
-        UPS output power [W].
-    rating : float
-        Rated output of the UPS modules in service [W].
-    curve_load, curve_efficiency : sequence of float
-        Efficiency against load fraction (double conversion 92–97 %, eco mode 98–99 %; ~85 % at
-        20–25 % load for double conversion, UPS vendor documentation).
-
-    Returns
-    -------
-    ndarray
-        P_in = P_out / η(P_out / rating) [W], with fixed losses held below the first curve point
-        (see :func:`twin.power.psu.psu_efficiency`).
-    """
-    p_out = np.asarray(p_out, dtype=float)
-    eta = psu_efficiency(p_out / rating, curve_load, curve_efficiency)
-    return np.divide(p_out, eta, out=np.zeros_like(p_out), where=eta > 0)
-
 
 def transformer_losses(p_load, rating, no_load_loss, full_load_loss):
     """Transformer losses: core (no-load) plus copper (load) losses.
@@ -67,9 +19,10 @@ def transformer_losses(p_load, rating, no_load_loss, full_load_loss):
     Parameters
     ----------
     p_load : ndarray
-        Power through the transformer [W] (unity power factor assumed).
+        Apparent power through the transformer [VA] (:func:`apparent_power`; the real power
+        [W] at unity power factor).
     rating : float
-        Rated power [W].
+        Nameplate apparent power [VA].
     no_load_loss : float
         Core loss, independent of load [W].
     full_load_loss : float
@@ -78,7 +31,8 @@ def transformer_losses(p_load, rating, no_load_loss, full_load_loss):
     Returns
     -------
     ndarray
-        P_loss = P_nl + P_ll · (P / P_rated)² [W] (IEC 60076 loss model).
+        P_loss = P_nl + P_ll · (S / S_r)² [W] (IEC 60076 loss model: the copper loss goes with
+        the current squared, so with the apparent power, not the real power).
     """
     x = np.asarray(p_load, dtype=float) / rating
     return no_load_loss + full_load_loss * x * x
@@ -286,62 +240,3 @@ def overload_trip(p_demand, capacity):
 
 #: Power-shelf overload policies by name (scenario/catalogue ``overload: cap | trip``).
 OVERLOAD_POLICIES = {"cap": overload_cap, "trip": overload_trip}
-
-
-def power_chain(p_it, p_other, busway_rating, busway_loss_at_rating, ups_modules_in_service,
-                ups_module_rating, ups_coefficients, n_transformers, transformer_rating,
-                transformer_no_load_loss, transformer_load_loss, power_factor=1.0):
-    """Losses from the racks' AC input back to the utility: busway → UPS → transformers.
-
-    Parameters
-    ----------
-    p_it : array_like
-        IT power: the racks' AC input [W].
-    p_other : array_like
-        Loads fed from the transformers but not through the UPS: cooling, miscellaneous and the
-        electrical rooms' own cooling [W].
-    busway_rating, busway_loss_at_rating : float
-        Busway design power and its losses there [W] (:func:`busway_losses`).
-    ups_modules_in_service : int
-        UPS modules sharing the load (0: no central UPS, e.g. rack battery backup) [1].
-    ups_module_rating : float
-        Real-power rating of one module [W].
-    ups_coefficients : sequence of 3 float
-        Loss model of a module (:func:`twin.power.ups.ups_loss_coefficients`) for the
-        operating mode.
-    n_transformers : int
-        Transformers sharing the load [1].
-    transformer_rating : float
-        Nameplate apparent power of one [VA].
-    transformer_no_load_loss, transformer_load_loss : float
-        Core loss and copper loss at rated load of one [W].
-    power_factor : float
-        Power factor of the load on the transformers [1] (copper losses go with current, so
-        with apparent power).
-
-    Returns
-    -------
-    dict of ndarray
-        ``busway``, ``ups``, ``transformer`` losses [W] and ``utility`` power [W] =
-        p_it + p_other + the three losses. All losses are heat in electrical rooms (busway in
-        the white space: the caller decides where each is cooled).
-
-    Notes
-    -----
-    P_bus = P_IT + L_bus(P_IT); P_UPS,in = P_bus + L_UPS(P_bus); through the transformers
-    P_T = P_UPS,in + P_other, L_T = n (P_nl + P_ll (S_T / (n S_r))²), S_T = P_T / PF.
-    """
-    from twin.power.ups import ups_losses
-
-    p_it = np.asarray(p_it, dtype=float)
-    l_bus = busway_losses(p_it, busway_rating, busway_loss_at_rating)
-    p_bus = p_it + l_bus
-    if ups_modules_in_service > 0:
-        l_ups = ups_losses(p_bus, ups_modules_in_service, ups_module_rating, ups_coefficients)
-    else:
-        l_ups = np.zeros_like(p_bus)
-    p_t = p_bus + l_ups + np.asarray(p_other, dtype=float)
-    s_each = apparent_power(p_t, power_factor) / n_transformers
-    l_tr = n_transformers * transformer_losses(s_each, transformer_rating,
-                                               transformer_no_load_loss, transformer_load_loss)
-    return {"busway": l_bus, "ups": l_ups, "transformer": l_tr, "utility": p_t + l_tr}
