@@ -165,5 +165,10 @@ def test_the_ups_battery_recharges_after_an_outage_and_energy_is_conserved():
     parts = sum(f[v].values for v in ("p_it", "p_cooling", "p_busway_loss", "p_ups_loss",
                                       "p_transformer_loss", "p_misc", "p_electrical_room_cooling"))
     np.testing.assert_allclose(f["p_facility"].values - parts, eta * charge, atol=1e-6 * parts.max())
+    # Through the outage the loads outside the UPS stay on the transformers (standby generators
+    # are not modelled: they carry them as the utility did): pumps and fans, the miscellaneous
+    # load, the electrical room's cooling and the transformers' own losses are all drawn.
+    for v in ("p_cooling", "p_misc", "p_electrical_room_cooling", "p_transformer_loss"):
+        assert (f[v].values[60:180] > 0).all(), v
     assert kpi["energy_residual"] == pytest.approx(0.0, abs=ENERGY_RTOL)
     assert kpi["pue"] >= 1.0

@@ -9,9 +9,11 @@ electrical-room cooling. Its exact time integral is the KPI ``energy_facility_J`
 variable). Cooling equipment is fed from the transformers, not through the UPS. Without a
 scenario ``plant:`` there is no chain to model: utility input = IT + cooling, no upstream losses.
 
-During a ``utility_outage`` the IT load rides on the UPS battery (cooling stops drawing from the
-utility too: the chillers trip, see the plant); when the battery is empty every rack goes dark
-(no IT power at all) until the utility returns. Once the utility is back the UPS recharges the
+During a ``utility_outage`` the IT load rides on the UPS battery and the chillers trip (see the
+plant); the loads outside the UPS (pumps and fans, miscellaneous load, electrical-room cooling)
+stay on through the transformers as if standby generators had taken them over at once
+(generators and their start delay are not modelled). When the battery is empty every rack goes
+dark (no IT power at all) until the utility returns. Once the utility is back the UPS recharges the
 battery at its catalogue charge power (``battery_charge_power`` per module), drawn from the
 utility and so counted in facility power.
 """
@@ -129,7 +131,8 @@ class PowerChain(Component):
     (:func:`~twin.cooling.electrical_room.electrical_room_cooling`, at the plant's outdoor
     temperature); transformers (outdoor, liquid-immersed) carry all of it
     plus the cooling and reject their losses outdoors. On battery the UPS input comes from the
-    battery (never below empty) and the utility carries the rest; facility power counts the
+    battery (never below empty) and the loads outside the UPS stay on the transformers (as if
+    generators carried them; not modelled); facility power counts the
     battery's discharge too (The Green Grid, WP 49: total facility energy includes on-site
     sources), so PUE stays ≥ 1 through an outage. When the battery is empty every rack is dark
     (:class:`~twin.power.shelves.Shelves`) until the utility returns. Afterwards the battery
