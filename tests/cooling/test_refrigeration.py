@@ -81,3 +81,23 @@ def test_chiller_plant_by_hand():
     assert chiller_plant(0.5e6, 32.0, 36.0, *args)["t_leaving"] == 20.0
     # more load than three chillers: carries their capacity only
     assert chiller_plant(5e6, 18.0, 30.0, *args)["q"] == pytest.approx(3e6)
+
+
+@pytest.mark.parametrize("name, t_sink", [("air-cooled-chiller-1mw", 35.0),
+                                          ("water-cooled-chiller-1mw", 29.4)])
+def test_the_runs_chillers_give_the_rated_cop_at_the_rating_point(name, t_sink):
+    """What a run's chillers use (:meth:`twin.cooling.chiller.Chiller.power`): a fraction of
+    Carnot between the water temperatures — leaving chilled water and the condenser's sink (dry
+    bulb; for water-cooled machines the towers' water, i.e. the entering condenser water) —
+    with the catalogue's ``carnot_fraction``, without the refrigerant approaches, part load,
+    staging or envelope above (the README says so). At the AHRI 550/590 rating point (6.7 °C
+    leaving; 35 °C air, or 29.4 °C entering condenser water) that ``carnot_fraction`` gives back
+    the catalogue's ``cop_rated``, the ASHRAE 90.1 minimum it is derived from. Tolerance 1 %:
+    the fraction is quoted to two digits (0.2993 and 0.5094 exactly)."""
+    from twin.cooling.plant import chiller_cop
+
+    c = CAT.chillers[name]
+    cop = float(chiller_cop(t_sink, c.rating_chw_leaving.si, c.carnot_fraction.si, c.cop_max.si))
+    assert cop == pytest.approx(c.cop_rated.si, rel=0.01)
+    exact = c.cop_rated.si * (t_sink - 6.7) / (6.7 + 273.15)
+    assert c.carnot_fraction.si == pytest.approx(exact, abs=0.005)
