@@ -107,6 +107,48 @@ def test_advance_steps_equals_one_step_at_a_time():
         assert block.tokens_generated == one.tokens_generated and block.t == one.t
 
 
+def test_served_ahead_and_rolled_back():
+    """What the quiet blocks do with a pool at full clock (twin.workload.inference_job.Inference.ahead):
+    a block of 30 thermal steps of 10 sub-steps served in one call gives the 30 steps' sub-steps
+    of one call each; a checkpoint taken before it and rolled back after, then 12 of its steps
+    served again, leaves the pool as if it had served only those 12 (request table, counters and
+    totals equal to the bit to a pool that never went ahead, and the same steps after). The
+    compiled loop only (the checkpoint is the pool's, whatever its loop; the numpy loop's
+    ``advance_steps`` is its ``advance`` repeated: test above)."""
+    requests = poisson_arrivals(40.0, 60.0, np.random.default_rng(5))
+    clocks = _clocks(12, 6)
+    for kernel in ("numba",):
+        steady = InferencePool(12, requests=requests, kernel=kernel, **ARGS)
+        ahead = InferencePool(12, requests=requests, kernel=kernel, **ARGS)
+        for s in range(10):  # (requests in flight, some replicas throttled or stalled)
+            for pool in (steady, ahead):
+                pool.advance_steps(pool.t, 0.1, 10, clocks(s))
+        saved = ahead.checkpoint(ahead.t + 31 * 10 * 0.1)
+        block = ahead.advance_steps(ahead.t, 0.1, 300, 1.0)
+        ref = [steady.advance_steps(steady.t, 0.1, 10, 1.0) for _ in range(30)]
+        for field in ref[0]._fields:
+            np.testing.assert_array_equal(getattr(block, field), np.concatenate([getattr(r, field) for r in ref]),
+                                          err_msg=field)
+        assert ahead.n_completed == steady.n_completed > 0
+        ahead.rollback(saved)
+        steady = InferencePool(12, requests=requests, kernel=kernel, **ARGS)
+        for s in range(10):
+            steady.advance_steps(steady.t, 0.1, 10, clocks(s))
+        ahead.advance_steps(ahead.t, 0.1, 120, 1.0)
+        for s in range(10, 22):
+            steady.advance_steps(steady.t, 0.1, 10, 1.0)
+        pd.testing.assert_frame_equal(ahead.request_table(), steady.request_table(), check_exact=True)
+        for s in range(22, 60):  # and on, at other clocks
+            a, b = (pool.advance_steps(pool.t, 0.1, 10, clocks(s)) for pool in (ahead, steady))
+            for field in a._fields:
+                np.testing.assert_array_equal(getattr(a, field), getattr(b, field), err_msg=field)
+        pd.testing.assert_frame_equal(ahead.request_table(), steady.request_table(), check_exact=True)
+        assert (ahead.t, ahead.tokens_generated, ahead.prompt_tokens_processed, ahead.n_completed,
+                ahead.queue_length) == (steady.t, steady.tokens_generated, steady.prompt_tokens_processed,
+                                        steady.n_completed, steady.queue_length)
+        assert steady.n_completed > 1000
+
+
 def test_kernel_choice(monkeypatch):
     """``auto`` picks the compiled loop when numba is installed; TWIN_KERNEL forces either; a
     wrong name is refused."""

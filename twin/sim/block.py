@@ -32,8 +32,8 @@ takes the per-step path.
 
 The loop runs compiled when the simulation's quiet-block kernel is numba
 (:func:`twin.power.kernels.choose_block`) and the jobs' demand can be written ahead (training
-at full clock, CPU batch: :meth:`twin.workload.jobs.JobSet.ahead`; otherwise the block takes
-the per-step loop): :class:`twin.sim.fused.FusedLoop` takes the block's
+and inference pools at full clock, CPU batch: :meth:`twin.workload.jobs.JobSet.ahead`;
+otherwise the block takes the per-step loop, for one step when a queued job starts in it): :class:`twin.sim.fused.FusedLoop` takes the block's
 steps in one call and writes each step's loop outputs (:data:`LOOP_KEYS`) into the block's
 arrays, which the downstream part reads as it reads the per-step loop's; its results agree with
 the reference to a few ulp per step (numba's ``exp``/``pow`` and row-order sums against numpy's
@@ -161,6 +161,8 @@ class QuietBlocks:
             taken = self._run_fused(k, record, each)
             if taken:
                 return taken
+            if sim.workload.jobs is not None and sim.workload.jobs.starting(sim.step_index * h, h):
+                k = 1  # (a job starts at this step: the compiled loop can take the next ones)
         demand, chips, racks, governors = self.demand, self.chips, self.racks, self.governors
         accounting = self.accounting
         sy = sim.system
@@ -335,6 +337,8 @@ class QuietBlocks:
         off_before = np.array(st["device.tripped"], dtype=bool)  # (the trips each step starts with)
         n = self.fused.run(U, i0, h, capacity, sy.rack_sum(fixed), buf, watch)
         if n == 0:
+            if finish is not None:
+                finish(0, None, None)  # (the jobs as before: an inference pool served ahead)
             return 0
         P, thr, off = buf["device.p"][:n], buf["device.throttled"][:n], buf["device.tripped"][:n]
         self.demand.mark_used(U[:n])

@@ -41,9 +41,15 @@ no throttled device-second in their first minutes) and it keeps the kernel free 
 - job accounting (each step's device power by owner, :meth:`twin.workload.jobs.JobSet.account_block`):
   one weighted bincount over the block's (steps, devices) powers, each step's sums in device
   order as the per-step ``bincount``;
+- an inference pool while every chip of it runs at full clock and none is tripped (its
+  replicas' clocks are then 1 whatever the loop does; it reads nothing else of the loop): it
+  serves the block's k × n_sub workload sub-steps in one call of its compiled event loop
+  (:meth:`twin.workload.inference_job.Inference.ahead`), with its state kept before
+  (:meth:`~twin.workload.inference.InferencePool.checkpoint`); where the kernel stops early the
+  pool is put back and serves the steps taken again (the same results), so tokens, request
+  times and per-step demand equal the per-step path's to the bit;
 - power floors and ramp limits (chip power smoothing) are the identity while no job sets them;
-  a job that does keeps its blocks per step, as do inference pools (their serving kernel runs
-  per step inside the demand).
+  a job that does keeps its blocks per step.
 
 The facility plant's update step (every ``plant.step``) stays on the per-step path: taken as a
 one-step compiled block followed by the cooling and the power chain per step it cost more

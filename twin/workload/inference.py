@@ -888,6 +888,34 @@ class InferencePool:
         return _pool_step(c, dt, act, act_dec, tok_p, tok_o, _increments(n_arr, arrived_before),
                           _increments(n_done, done_before), n_arr - heads)
 
+    #: The pool's state arrays the event loops update in place (what :meth:`checkpoint` keeps).
+    _STATE = ("_req", "_phase", "_kend", "_k0", "_ctx0", "_K", "_n_occ", "_n_dec", "_ctx_sum", "_kend_min",
+              "_prefill_left", "_prefill_batch", "_prefill_tokens", "_prefill_act", "_kv_used", "_prefilling")
+    #: The request columns the event loops write.
+    _WRITTEN = ("admitted", "first_token", "done", "replica")
+
+    def checkpoint(self, t_end: float) -> tuple:
+        """What serving up to ``t_end`` [s] can change, kept for :meth:`rollback`: the state
+        arrays, counters, time and totals, and the written request columns of the requests
+        in flight or arriving before ``t_end`` (the only ones a step touches: those it admits
+        have arrived, those it finishes hold a slot)."""
+        held = self._req[self._req >= 0]
+        lo = min(self._head, int(held.min())) if held.size else self._head
+        hi = max(lo, int(self._cols["arrival"][: self._n].searchsorted(t_end, side="right")))
+        return (lo, tuple(getattr(self, name).copy() for name in self._STATE),
+                {name: self._cols[name][lo:hi].copy() for name in self._WRITTEN},
+                (self._head, self._n_done, self.t, self.tokens_generated, self.prompt_tokens_processed))
+
+    def rollback(self, saved: tuple) -> None:
+        """Put the pool back as it was at :meth:`checkpoint` ``saved`` (steps taken since up
+        to its ``t_end`` are undone exactly: serving them again gives the same results)."""
+        lo, arrays, cols, scalars = saved
+        for name, values in zip(self._STATE, arrays):
+            np.copyto(getattr(self, name), values)
+        for name, values in cols.items():
+            self._cols[name][lo: lo + values.size] = values
+        self._head, self._n_done, self.t, self.tokens_generated, self.prompt_tokens_processed = scalars
+
     def _check_step(self, t0, dt, clock) -> np.ndarray:
         """The replicas' clocks (n_replicas,), after checking that a step at ``t0`` of ``dt``
         follows the last one."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from twin.scenario.errors import FieldError
-from twin.workload.job_kinds import QUEUED, UNPLACEABLE, JobKind, register
+from twin.workload.job_kinds import QUEUED, UNPLACEABLE, Ahead, JobKind, register
 
 
 def scale_up_link(catalog, kind: str) -> tuple[float, float]:
@@ -149,6 +149,50 @@ class Inference(JobKind):
         job.progress = float(ks.pool.n_completed)
         job.rate = tokens / (jobs.h_w * ts.size)
         return None
+
+    def ahead(self, jobs, job, t, ts, clock, tripped, u):
+        """The serving of the steps starting at ``t`` while every chip of the pool runs at
+        full clock and none is tripped: the replicas' clocks are then 1 whatever the loop
+        does, so the pool serves the block's k × n_sub sub-steps in one call of its event
+        loop (:meth:`~twin.workload.inference.InferencePool.advance_steps`: the same steps,
+        one after the other, as :meth:`step` takes n_sub at a time), and the tokens, progress
+        and rate of each step are summed as :meth:`step` sums them. The compiled loop stops
+        before a step that starts with a chip of the pool below full clock or tripped; the
+        pool is then put back as after the steps taken (:meth:`InferencePool.checkpoint
+        <twin.workload.inference.InferencePool.checkpoint>`, and those steps served again:
+        the same results)."""
+        spec, ks, h_w = job.spec, job.kind_state, jobs.h_w
+        dev = job.devices
+        if clock[dev].min() != 1.0 or tripped[dev].any():
+            return None
+        k, n_sub = ts.shape
+        pool = ks.pool
+        t0 = float(ts[0, 0])
+        saved = pool.checkpoint(t0 + (k + 1) * n_sub * h_w)
+        done0, tokens0 = pool.n_completed, job.tokens
+        steps = pool.advance_steps(t0, h_w, k * n_sub, 1.0)
+        u[:, :, ks.replicas] = steps.u.reshape(k, n_sub, -1)[..., None]
+        u[:, :, job.network] = spec.network_load
+        u[:, :, job.hosts] = spec.host_load
+        per_step = []  # each step's tokens, summed sub-step by sub-step as step() sums them
+        for row in steps.output_tokens.sum(axis=1).reshape(k, n_sub).tolist():
+            tokens = 0.0
+            for out in row:
+                tokens += out
+            per_step.append(tokens)
+        per_step = np.array(per_step)
+        tokens = np.add.accumulate(np.concatenate([[tokens0], per_step]))
+        progress = (done0 + np.cumsum(steps.completed)[n_sub - 1:: n_sub]).astype(float)
+        rate = per_step / (h_w * n_sub)
+
+        def finish(n, clock, off):
+            if n < k:  # the pool as after the first n steps: served again from the checkpoint
+                pool.rollback(saved)
+                pool.advance_steps(t0, h_w, n * n_sub, 1.0)
+            job.tokens, job.progress, job.rate = float(tokens[n]), float(progress[n - 1]), float(rate[n - 1])
+            return progress[:n], rate[:n], tokens[1: n + 1], np.full(n, float(job.state))
+
+        return Ahead(k, dev, finish, lambda: pool.rollback(saved))
 
     def warnings(self, job, name: str, t_end: float) -> list[str]:
         out = []

@@ -33,12 +33,14 @@ class Ahead:
     the demand assumed (full clock, on): the loop stops before a step that starts otherwise;
     ``finish(n, clock, off)``: sets the job as after the first ``n`` steps, given each step's
     starting clocks and trips (n, devices), and returns its per-step progress, rate, tokens and
-    state, (n,) each.
+    state, (n,) each; ``cancel()``, if given, undoes what writing the demand ahead changed
+    in the job (called instead of ``finish`` when the loop takes none of the steps).
     """
 
     steps: int
     watch: np.ndarray
     finish: Callable
+    cancel: Callable | None = None
 
 
 class JobKind:

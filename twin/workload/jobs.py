@@ -212,7 +212,8 @@ class JobSet:
         starts with one of them below full clock or tripped) and ``finish(n, clock, off)``,
         which sets the jobs as after the first ``n`` steps (each step's starting clocks and
         trips, (n, devices)) and returns their per-step progress, rate, tokens and state, (n,
-        jobs) each."""
+        jobs) each; ``finish(0, None, None)`` leaves the jobs as before the call (an inference
+        pool has served the block ahead: it is put back)."""
         if self.floor.any() or np.isfinite(self.ramp).any():
             return None  # (power floors and ramp limits: ChipPower's smoothing, per step)
         t = (i0 + np.arange(k)) * h
@@ -227,14 +228,19 @@ class JobSet:
                 continue
             plan = job.kind.ahead(self, job, t, ts, clock, tripped, u)
             if plan is None:
+                _cancel(plans)
                 return None
             steps = min(steps, plan.steps)
             plans.append((job, plan))
         if steps == 0:
+            _cancel(plans)
             return None
         watch = np.concatenate([np.zeros(0, dtype=np.int64)] + [p.watch for _, p in plans])
 
         def finish(n, clock, off):
+            if n == 0:  # (the loop took none of the steps: the jobs as before)
+                _cancel(plans)
+                return None
             out = [np.empty((n, len(self.jobs))) for _ in range(4)]
             for job in self.jobs:
                 out[0][:, job.index] = job.progress
@@ -247,6 +253,12 @@ class JobSet:
             return out
 
         return steps, watch, finish
+
+    def starting(self, t: float, h: float) -> bool:
+        """A queued job falls due in the step [t, t + h): it is placed then if its devices are
+        free (the first step at or after its start)."""
+        return any(job.state == QUEUED and self.admit[job.index] and job.spec.start <= t < job.spec.start + h
+                   for job in self.jobs)
 
     def account_block(self, p_mean: np.ndarray, h: float) -> np.ndarray:
         """:meth:`account` for each of the steps of ``p_mean`` (steps, devices), in order (the
@@ -284,3 +296,10 @@ class JobSet:
         for job, p in zip(self.jobs, sums):
             job.power = p
             job.energy += p * h
+
+
+def _cancel(plans) -> None:
+    """Undo what the jobs' demand written ahead changed (:attr:`~twin.workload.job_kinds.Ahead.cancel`)."""
+    for _, plan in plans:
+        if plan.cancel is not None:
+            plan.cancel()
