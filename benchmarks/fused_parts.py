@@ -4,7 +4,8 @@ Builds a scenario (default: the Frontier-size benchmark, 47,360 devices), takes 
 steps, then captures the arguments of one compiled block call and calls each part (chip power,
 the shelves' over-current test, the sled networks, the governors) and the whole loop
 (``FusedLoop.run`` over ``--steps`` steps) on them. CPU time of the process (``time.process_time``),
-median over ``--repeat`` calls; the state advances with each call (as in a run)::
+median over ``--repeat`` calls; the parts are called in the loop's order, so the state
+advances with each round (as in a run)::
 
     python benchmarks/fused_parts.py [scenario.yaml] [--repeat 60] [--steps 20]
 """
@@ -55,20 +56,25 @@ def main() -> None:
     names = list(inspect.signature(fused._loop).parameters)
     args = dict(zip(names, captured["args"]))
     real()
-    parts = {"chip power": (fused._power_jit, fused._power), "shelves' test": (fused._over_jit, fused._over),
-             "sled networks": (fused._sleds_jit, fused._sleds), "governors": (fused._govern_jit, fused._govern)}
+    labels = {"_power": "chip power", "_over": "shelves' test", "_sleds": "sled networks", "_govern": "governors"}
     print(f"{Path(a.scenario).name}: {sim.system.n_devices} devices, {sim.system.sled_name.size} sleds, "
           f"CPU ms per call, median of {a.repeat}")
-    for name, (f, py) in parts.items():
-        params = list(inspect.signature(py).parameters)
-        call = [0] + [args[p] for p in params[1:]]
+    calls = []
+    for part, label in labels.items():  # (the parts the loop has, in its order, each on the whole step)
+        py, f = getattr(fused, part, None), getattr(fused, part + "_jit", None)
+        if py is not None:
+            params = list(inspect.signature(py).parameters)[1:]
+            calls.append((label, f, [0] + [args[p] for p in params]))
+    times = {label: [] for label, _, _ in calls}
+    for label, f, call in calls:
         f(*call)
-        t = []
-        for _ in range(a.repeat):
+    for _ in range(a.repeat):  # each part in turn, as in a step (the die temperatures move)
+        for label, f, call in calls:
             t0 = time.process_time()
             f(*call)
-            t.append(time.process_time() - t0)
-        print(f"  {name:15s} {1e3 * statistics.median(t):7.3f}")
+            times[label].append(time.process_time() - t0)
+    for label, t in times.items():
+        print(f"  {label:15s} {1e3 * statistics.median(t):7.3f}")
     t = []
     for _ in range(max(3, a.repeat // 6)):
         buf = q._buffers(k)

@@ -109,19 +109,24 @@ class FusedLoop:
         # [T | q] of up to SLED_CHUNK sleds, node by node (x), and their products with W (y)
         self.x = np.empty(2 * int(self.g_m.max()) * SLED_CHUNK)
         self.y = np.empty((int(self.g_m.max()) + 2) * SLED_CHUNK)
-        self.rack_p = np.empty(sy.n_racks)
+        self.rack_p = np.empty(0)  # each rack's DC demand per sub-step (sub-steps × racks)
         self.e = np.empty(sy.n_devices)  # each device's leakage factor at its die temperature
         self._w = (None, None)  # (the integrator blocks the flat propagators were built from, arrays)
         _warm()  # compile (or load from numba's cache) now, while the simulation is built
 
     def _propagators(self, integrator):
-        """Every group's propagators W flattened, with each sled's offset into them."""
+        """Every group's propagators W flattened, with each sled's offset into them: the rows
+        of the node temperatures, of the die nodes' heat input (device power) and of the
+        coolant and air nodes' (the boundaries), the rows the heat input is not zero on
+        (:func:`_sleds`)."""
         blocks = integrator.blocks
         if self._w[0] is not None and all(a is b for a, b in zip(self._w[0], blocks)):
             return self._w[1]
         w, offsets, start = [], [], 0
         for blk in blocks:
-            W = blk.W
+            g = blk.group
+            m = g.m
+            W = blk.W[:, np.r_[0: m + g.k, m + g.cool, m + g.air], :]
             size = W.shape[1] * W.shape[2]
             w.append(W.ravel())
             offsets.append(start + blk.inverse * size)
@@ -169,8 +174,10 @@ class FusedLoop:
         rack_limit = np.ascontiguousarray(capacity * (1.0 - SHELF_MARGIN), dtype=float)
         watch = _NONE if watch is None else np.ascontiguousarray(watch, dtype=np.int64)
         t_hbm = out["device.t_hbm"] if self.hbm else _NO_HBM
+        if self.rack_p.size != U.shape[1] * self.n_racks:
+            self.rack_p = np.empty(U.shape[1] * self.n_racks)
         n = _compiled()(
-            U, watch, held, limit, *ch.args, THROTTLE_GAIN, THROTTLE_DOWN_RATE, THROTTLE_UP_RATE, CLOCK_MIN,
+            U, watch, held, limit, ch.kind, ch.table, THROTTLE_GAIN, THROTTLE_DOWN_RATE, THROTTLE_UP_RATE, CLOCK_MIN,
             CLOCK_NEWTON_STEPS, float(h), self.device_rack, np.ascontiguousarray(fixed_rack, dtype=float),
             rack_limit, self.g_kd, self.g_m, self.g_sled, self.g_t, self.g_dev, self.sleds, self.devices,
             self.g_hbm, self.hbm_node, self.hbm_slot, W, w_off, Q, T, clock_lim, off, gov_trip, thermal, power, racks.t_die, racks.t_die_peak,
@@ -193,13 +200,22 @@ class FusedLoop:
 
 
 class NumbaChip:
-    """The chip figures the compiled loop reads, one contiguous (devices,) array each (the
-    per-device constants of :class:`twin.power.kernels.NumbaKernel`,
-    :func:`twin.power.kernels.chip_arrays`)."""
+    """The chip figures the compiled loop reads, as a table per chip kind: the distinct rows of
+    the per-device constants of :func:`twin.power.kernels.chip_arrays` (``table``, (kinds, 13),
+    columns in that order: ``A``, ``E_IDLE``, … below) and each device's row (``kind``). A few
+    kinds (Frontier: 2; hall-1k: 8) instead of 13 per-device arrays: the loop reads one small
+    integer per device for them, and the rows stay in cache. The values are the same numbers,
+    so the equations give the same bits."""
 
     def __init__(self, c: dict):
-        self.args = chip_arrays(c)
+        columns = np.stack(chip_arrays(c), axis=1)
+        table, kind = np.unique(columns, axis=0, return_inverse=True)
+        self.table = np.ascontiguousarray(table, dtype=float)
+        self.kind = np.ascontiguousarray(kind.ravel(), dtype=np.int32)
 
+
+#: Columns of :attr:`NumbaChip.table` (:func:`twin.power.kernels.chip_arrays`' order).
+A, E_IDLE, P_LEAK_REF, T_REF, BETA, ALPHA, P_DYN, P_IDLE, ILF, EXCURSION, T_THROTTLE, HYSTERESIS, T_SHUTDOWN = range(13)
 
 _COMPILED = None
 _NONE = np.zeros(0, dtype=np.int64)
@@ -209,8 +225,8 @@ _NO_HBM = np.zeros((0, 0))
 def _compiled():
     """The compiled loop (compiled, or loaded from numba's cache, on first use); the parts it
     calls (and the per-device equations of :mod:`twin.power.compiled`) are compiled first and
-    bound to the module's globals, where it finds them."""
-    global _COMPILED, _power_jit, _over_jit, _sleds_jit, _govern_jit, _dev, _u
+    bound to the module's globals, where they find them."""
+    global _COMPILED, _power_jit, _sleds_jit, _govern_jit, _dev, _u
     if _COMPILED is None:
         import numba
 
@@ -219,7 +235,7 @@ def _compiled():
         _u = numba.uint64
 
         jit = numba.njit(cache=True, nogil=True)
-        _power_jit, _over_jit, _sleds_jit, _govern_jit = jit(_power), jit(_over), jit(_sleds), jit(_govern)
+        _power_jit, _sleds_jit, _govern_jit = jit(_power), jit(_sleds), jit(_govern)
         _COMPILED = jit(_loop)
     return _COMPILED
 
@@ -229,88 +245,98 @@ def _warm() -> None:
     (or loads it from its cache) for the argument types of :meth:`FusedLoop.run`."""
     f, i, b = np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_)
     f2, f3, b2 = np.zeros((0, 1)), np.zeros((0, 1, 1)), np.zeros((0, 1), dtype=np.bool_)
-    _compiled()(f3, i, b, f, *(f,) * 13, 0.0, 0.0, 0.0, 0.0, 1, 1.0, i, f, f, i, i, i, i, i, i, i, i, i, i, f, i, f, f,
-                f, b, b, f, f, f, f, f, f, f, f, f3, f2, f2, f2, b2, f2, b2, f2, f2, f2)
+    _compiled()(f3, i, b, f, np.zeros(1, dtype=np.int32), np.zeros((1, 13)), 0.0, 0.0, 0.0, 0.0, 1, 1.0, i, f, f,
+                *(i,) * 10, f, i, f, f, f, b, b, f, f, f, f, f, f, f, f, f3, f2, f2, f2, b2, f2, b2, f2, f2, f2)
 
 
-def _loop(U, watch, held, limit, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn, p_idle, ilf, excursion,
-          t_throttle, hysteresis, t_shutdown, gain, down_rate, up_rate, clock_min, newton, dt,
+def _loop(U, watch, held, limit, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt,
           device_rack, fixed_rack, rack_limit, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node,
           hbm_slot, W, w_off, Q, T, clock_lim, off, gov_trip, thermal, power, t_die, t_die_peak, x, y, e, rack_p,
           P, p_step, clock_out, t_die_out, throttled_out, clock_limit_out, tripped_out, t_cool, t_air, t_hbm):
     """``U.shape[0]`` steps of the feedback loop; returns the number taken (a step whose
     shelves come within the margin of ``rack_limit`` is not taken, nor one that starts with a
-    device of ``watch`` below full clock or tripped): chip power (:func:`_power`), the
-    shelves' test (:func:`_over`), the sled networks (:func:`_sleds`) and the governors
-    (:func:`_govern`), each step. ``e`` holds each device's leakage factor at its die
-    temperature (:func:`twin.power.compiled.leak_factor`): computed here for the first step,
-    then by the governors for the next."""
+    device of ``watch`` below full clock or tripped): chip power with the shelves' test
+    (:func:`_power`), the sled networks (:func:`_sleds`) and the governors (:func:`_govern`),
+    each step. ``e`` holds each device's leakage
+    factor at its die temperature (:func:`twin.power.compiled.leak_factor`): computed here for
+    the first step, then by the governors for the next. Chip figures: row ``kind[d]`` of ``tab``
+    (:class:`NumbaChip`)."""
     for d in range(t_die.size):
-        e[d] = _dev.leak_factor(t_die[d], t_ref[d], beta[d])
+        k = kind[d]
+        e[d] = _dev.leak_factor(t_die[d], tab[k, 3], tab[k, 4])
     for j in range(U.shape[0]):
         if j > 0:
             for i in range(watch.size):
                 if clock_lim[watch[i]] != 1.0 or off[watch[i]]:
                     return j
-        _power_jit(j, U, held, limit, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn, p_idle, ilf, excursion,
-                   clock_lim, off, e, P, p_step, clock_out)
-        if _over_jit(j, P, device_rack, fixed_rack, rack_limit, rack_p):
+        if _power_jit(j, U, held, limit, kind, tab, clock_lim, off, e, device_rack, fixed_rack, rack_limit, rack_p,
+                      P, p_step, clock_out):
             return j
         _sleds_jit(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slot, W, w_off, Q, T,
-                   p_step, t_die, x, y, t_cool, t_air, t_hbm)
-        _govern_jit(j, U, limit, a, p_leak_ref, t_ref, beta, alpha, p_dyn, t_throttle, hysteresis, t_shutdown,
-                    gain, down_rate, up_rate, clock_min, newton, dt, clock_lim, off, gov_trip, thermal, power,
-                    t_die, t_die_peak, e, t_die_out, throttled_out, clock_limit_out, tripped_out)
+                   p_step, x, y, t_cool, t_air, t_hbm, t_die_out)
+        _govern_jit(j, U, limit, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, clock_lim, off,
+                    gov_trip, thermal, power, t_die, t_die_peak, e, t_die_out, throttled_out, clock_limit_out,
+                    tripped_out)
     return U.shape[0]
 
 
-def _power(j, U, held, limit, a, e_idle, p_leak_ref, t_ref, beta, alpha, p_dyn, p_idle, ilf, excursion,
-           clock_lim, off, e, P, p_step, clock_out):
+def _power(j, U, held, limit, kind, tab, clock_lim, off, e, device_rack, fixed_rack, rack_limit, rack_p, P, p_step,
+           clock_out):
     """Step ``j``'s device power per sub-step into ``P[j]``, its mean into ``p_step[j]`` and
     the clock it ran at into ``clock_out[j]``: :func:`twin.power.compiled.device_power` (as
     ``ChipPower.step``) with the leakage factors ``e`` at the die temperatures, then numpy's
-    mean over the sub-steps (summed in order, divided)."""
+    mean over the sub-steps (summed in order, divided). Returns whether some rack's DC demand
+    in a sub-step (devices + overhead + fans, ``fixed_rack``; summed in device order into
+    ``rack_p``, (sub-steps × racks)) exceeds ``rack_limit`` (the shelves' rating less the
+    margin)."""
     n_sub, n = U.shape[1], U.shape[2]
+    nr = fixed_rack.size
+    for s in range(n_sub):
+        for r in range(nr):
+            rack_p[s * nr + r] = fixed_rack[r]
     for d in range(n):
         clock_out[j, d] = clock_lim[d]
+        r = device_rack[d]
         if off[d]:
             for s in range(n_sub):
                 P[j, s, d] = 0.0
+                rack_p[s * nr + r] += 0.0
             p_step[j, d] = 0.0
             continue
-        floor, fa, idle = _dev.power_terms(clock_lim[d], e[d], a[d], e_idle[d], p_leak_ref[d], alpha[d], p_idle[d],
-                                           ilf[d])
-        cap = excursion[d] * limit[d]
+        k = kind[d]
+        floor, fa, idle = _dev.power_terms(clock_lim[d], e[d], tab[k, 0], tab[k, 1], tab[k, 2], tab[k, 5],
+                                           tab[k, 7], tab[k, 8])
+        cap = tab[k, 9] * limit[d]
+        p_dyn = tab[k, 6]
+        hd = held[d]
         acc = 0.0
         for s in range(n_sub):
-            P[j, s, d] = _dev.device_power(U[j, s, d], held[d], floor, fa, p_dyn[d], idle, cap)
-            acc = P[j, s, d] if s == 0 else acc + P[j, s, d]
+            p = _dev.device_power(U[j, s, d], hd, floor, fa, p_dyn, idle, cap)
+            P[j, s, d] = p
+            rack_p[s * nr + r] += p
+            acc = p if s == 0 else acc + p
         p_step[j, d] = acc if n_sub == 1 else acc / n_sub
-
-
-def _over(j, P, device_rack, fixed_rack, rack_limit, rack_p):
-    """Whether some rack's DC demand in a sub-step of step ``j`` (devices + overhead + fans)
-    exceeds ``rack_limit`` (the shelves' rating less the margin)."""
-    n_sub, n = P.shape[1], P.shape[2]
-    for s in range(n_sub):
-        for r in range(rack_p.size):
-            rack_p[r] = fixed_rack[r]
-        for d in range(n):
-            rack_p[device_rack[d]] += P[j, s, d]
-        for r in range(rack_p.size):
-            if rack_p[r] > rack_limit[r]:
-                return True
+    for i in range(n_sub * nr):
+        if rack_p[i] > rack_limit[i % nr]:
+            return True
     return False
 
 
-def _sleds(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slot, W, w_off, Q, T, p_step,
-           t_die, x, y, t_cool, t_air, t_hbm):
+def _sleds(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slot, W, w_off, Q, T, p_step, x, y,
+           t_cool, t_air, t_hbm, t_die_out):
     """Every sled network over step ``j``: ``[T | q + p] @ W`` per sled (each column summed
     over the rows in order), as ``ExponentialIntegrator.step``; new node temperatures into
-    ``T`` and ``t_die``, step-mean coolant and air temperatures into ``t_cool[j]``, ``t_air[j]``,
-    the HBM nodes' temperatures into ``t_hbm[j]`` at their devices (the device power enters on
-    the die rows; the HBM nodes' share of it is folded into those rows of W, so nothing else
-    changes for a sled with HBM nodes).
+    ``T``, the new die temperatures into ``t_die_out[j]`` (the governors take them from
+    there), step-mean coolant and air temperatures into ``t_cool[j]``, ``t_air[j]``, the HBM
+    nodes' temperatures into ``t_hbm[j]`` at their devices (the device power enters on the die
+    rows; the HBM nodes' share of it is folded into those rows of W, so nothing else changes
+    for a sled with HBM nodes).
+
+    Of the heat input ``q`` only the die rows (device power) and the coolant and air nodes
+    (boundaries, ``Q``) are not zero: the product runs over the node temperatures and those
+    ``k + 2`` rows (W's rows of the other nodes are left out of ``W`` by
+    :meth:`FusedLoop._propagators`). A left-out term is ``0 · w``, whose sum with the running
+    total is that total: the same bits.
 
     Consecutive sleds of a group with the same W (runs of at most ``x.size / (2 m)``) are formed
     together, node by node: the innermost loop runs over the sleds, reading ``x`` and ``y``
@@ -320,9 +346,12 @@ def _sleds(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node, hb
     for g in range(g_m.size):
         m_max = max(m_max, g_m[g])
     chunk = x.size // (2 * m_max)
+    t_new = t_die_out[j]
     for g in range(g_kd.size):
         m, kd = g_m[g], g_kd[g]
         cols = m + 2
+        rows = m + kd + 2
+        cool, air = m - 2, m - 1
         first, end = g_sled[g], g_sled[g + 1]
         i0 = first
         while i0 < end:
@@ -331,17 +360,18 @@ def _sleds(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node, hb
             while i1 < end and i1 - i0 < chunk and w_off[i1] == w0:
                 i1 += 1
             ns = i1 - i0
-            for s in range(ns):  # gather [T | q + p] node by node (unsigned indices: see chunk_product)
+            for s in range(ns):  # gather [T | p | q_cool, q_air] node by node (unsigned indices: see chunk_product)
                 i = i0 - first + s
                 base = g_t[g] + i * m
                 for c in range(m):
                     x[_u(c * chunk + s)] = T[_u(base + c)]
-                    x[_u((m + c) * chunk + s)] = Q[_u(base + c)]
                 dev0 = g_dev[g] + i * kd
                 for c in range(kd):
-                    x[_u((m + c) * chunk + s)] += p_step[j, devices[_u(dev0 + c)]]
-            _dev.chunk_product(x, y, W, w0, 2 * m, cols, ns, chunk)
-            for s in range(ns):  # scatter
+                    x[_u((m + c) * chunk + s)] = p_step[j, devices[_u(dev0 + c)]]
+                x[_u((m + kd) * chunk + s)] = Q[_u(base + cool)]
+                x[_u((m + kd + 1) * chunk + s)] = Q[_u(base + air)]
+            _dev.chunk_product(x, y, W, w0, rows, cols, ns, chunk)
+            for s in range(ns):  # scatter, and the governors of the sled's devices
                 i = i0 - first + s
                 sl = i0 + s
                 base = g_t[g] + i * m
@@ -350,38 +380,45 @@ def _sleds(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node, hb
                 t_cool[j, sleds[sl]] = y[_u(m * chunk + s)]
                 t_air[j, sleds[sl]] = y[_u((m + 1) * chunk + s)]
                 dev0 = g_dev[g] + i * kd
-                for c in range(kd):
-                    t_die[devices[_u(dev0 + c)]] = y[_u(c * chunk + s)]
                 for c in range(g_hbm[g], g_hbm[g + 1]):
                     t_hbm[j, devices[_u(dev0 + hbm_slot[c])]] = y[_u(hbm_node[c] * chunk + s)]
+                for c in range(kd):
+                    t_new[devices[_u(dev0 + c)]] = y[_u(c * chunk + s)]
             i0 = i1
 
 
-def _govern(j, U, limit, a, p_leak_ref, t_ref, beta, alpha, p_dyn, t_throttle, hysteresis, t_shutdown,
-            gain, down_rate, up_rate, clock_min, newton, dt, clock_lim, off, gov_trip, thermal, power,
-            t_die, t_die_peak, e, t_die_out, throttled_out, clock_limit_out, tripped_out):
-    """The governors after step ``j``, per device: thermal throttle, shutdown trip and its
-    restart, the power-limit clock (Newton at the step's highest demand) and their minimum, as
-    ``Governors.step`` (no caps, every rack powered), with the equations of
+def _govern(j, U, limit, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, clock_lim, off, gov_trip,
+            thermal, power, t_die, t_die_peak, e, t_die_out, throttled_out, clock_limit_out, tripped_out):
+    """The governors after step ``j``, per device at its new die temperature ``t_die_out[j]``
+    (from the sled networks; ``t_die`` holds the step's start and gets the new): thermal
+    throttle, shutdown trip and its restart, the power-limit clock (Newton at the step's
+    highest demand, only where the power at full clock exceeds the limit) and their minimum,
+    as ``Governors.step`` (no caps, every rack powered), with the equations of
     :mod:`twin.power.compiled`; the leakage factor at the new die temperature into ``e`` (the
-    next step's power reads it: one ``exp`` per device and step)."""
+    next step's power reads it: one ``exp`` per device and step, none where the die
+    temperature did not change — the factor is then the one ``e`` holds)."""
     Uj = U[j]
     for d in range(t_die.size):
-        td = t_die[d]
+        td = t_die_out[j, d]
+        k = kind[d]
+        t_throttle = tab[k, 10]
+        if td != t_die[d]:
+            e[d] = _dev.leak_factor(td, tab[k, 3], tab[k, 4])
+        t_die[d] = td
         t_die_peak[d] = max(t_die_peak[d], td)
-        t_die_out[j, d] = td
         throttled_out[j, d] = thermal[d] < 1.0
-        cc = _dev.thermal_clock(thermal[d], td, t_throttle[d], hysteresis[d], gain, down_rate, up_rate, clock_min, dt)
+        cc = _dev.thermal_clock(thermal[d], td, t_throttle, tab[k, 11], gain, down_rate, up_rate, clock_min, dt)
         thermal[d] = cc
-        gov_trip[d] = (gov_trip[d] or td > t_shutdown[d]) and not (td < t_throttle[d])
-        e[d] = _dev.leak_factor(td, t_ref[d], beta[d])
-        pw = _dev.power_clock(_dev.peak(Uj, d), e[d], limit[d], a[d], p_leak_ref[d], alpha[d], p_dyn[d], clock_min,
-                              newton)
+        tripped = (gov_trip[d] or td > tab[k, 12]) and not (td < t_throttle)
+        gov_trip[d] = tripped
+        pw = _dev.power_clock(_dev.peak(Uj, d), e[d], limit[d], tab[k, 0], tab[k, 2], tab[k, 5], tab[k, 6],
+                              clock_min, newton)
         power[d] = pw
-        clock_lim[d] = min(cc, pw)
-        off[d] = gov_trip[d]
-        clock_limit_out[j, d] = clock_lim[d]
-        tripped_out[j, d] = off[d]
+        cl = min(cc, pw)
+        clock_lim[d] = cl
+        off[d] = tripped
+        clock_limit_out[j, d] = cl
+        tripped_out[j, d] = tripped
 
 
-_power_jit, _over_jit, _sleds_jit, _govern_jit = _power, _over, _sleds, _govern
+_power_jit, _sleds_jit, _govern_jit = _power, _sleds, _govern
