@@ -89,7 +89,10 @@ class FusedLoop:
         c = sy.chip
         k = NumbaChip(c)
         self.chip = k
-        self.device_rack = np.ascontiguousarray(sy.device_rack, dtype=np.int64)
+        # each rack's devices, from rack_dev[r] to rack_dev[r + 1] (devices are numbered sled by
+        # sled and sleds rack by rack, as the shelves' sums read them)
+        self.rack_dev = np.ascontiguousarray(np.searchsorted(sy.device_rack, np.arange(sy.n_racks + 1)), dtype=np.int64)
+        assert np.array_equal(np.repeat(np.arange(sy.n_racks), np.diff(self.rack_dev)), sy.device_rack)
         self.n_racks = sy.n_racks
         groups = sy.groups
         self.g_kd = np.array([g.k for g in groups], dtype=np.int64)
@@ -106,8 +109,9 @@ class FusedLoop:
         self.hbm_node = np.ascontiguousarray(np.concatenate([[0]] + [g.hbm for g in groups])[1:], dtype=np.int64)
         self.hbm_slot = np.ascontiguousarray(np.concatenate([[0]] + [g.hbm_slot for g in groups])[1:], dtype=np.int64)
         self.hbm = bool(self.g_hbm[-1])
-        # [T | q] of up to SLED_CHUNK sleds, node by node (x), and their products with W (y)
-        self.x = np.empty(2 * int(self.g_m.max()) * SLED_CHUNK)
+        # every chunk's [T | p | q_cool, q_air] node by node (x, built by _propagators), and one
+        # chunk's product with W (y)
+        self.x = np.empty(0)
         self.y = np.empty((int(self.g_m.max()) + 2) * SLED_CHUNK)
         self.rack_p = np.empty(0)  # each rack's DC demand per sub-step (sub-steps × racks)
         self.e = np.empty(sy.n_devices)  # each device's leakage factor at its die temperature
@@ -115,9 +119,11 @@ class FusedLoop:
         _warm()  # compile (or load from numba's cache) now, while the simulation is built
 
     def _propagators(self, integrator):
-        """Every group's propagators W flattened, with each sled's offset into them: the rows
-        of the node temperatures, of the die nodes' heat input (device power) and of the
-        coolant and air nodes' (the boundaries), the rows the heat input is not zero on
+        """Every group's propagators W flattened, and the chunks of sleds formed together:
+        consecutive sleds of a group with the same W, at most :data:`SLED_CHUNK`, each with its
+        group, first sled, number of sleds, offset into W and into the inputs ``x``. Of each
+        W, the rows of the node temperatures, of the die nodes' heat input (device power) and
+        of the coolant and air nodes' (the boundaries): the rows the heat input is not zero on
         (:func:`_sleds`)."""
         blocks = integrator.blocks
         if self._w[0] is not None and all(a is b for a, b in zip(self._w[0], blocks)):
@@ -131,7 +137,20 @@ class FusedLoop:
             w.append(W.ravel())
             offsets.append(start + blk.inverse * size)
             start += W.size
-        arrays = (np.ascontiguousarray(np.concatenate(w)), np.ascontiguousarray(np.concatenate(offsets), dtype=np.int64))
+        w_off = np.concatenate(offsets)
+        chunks, x0 = [], 0
+        for g in range(len(blocks)):
+            first, end = int(self.g_sled[g]), int(self.g_sled[g + 1])
+            rows = int(self.g_m[g] + self.g_kd[g] + 2)
+            cuts = np.flatnonzero(np.diff(w_off[first:end])) + 1 + first
+            for a, b in zip(np.r_[first, cuts], np.r_[cuts, end]):
+                for i0 in range(a, b, SLED_CHUNK):
+                    chunks.append((g, i0, min(SLED_CHUNK, b - i0), w_off[i0], x0))
+                    x0 += rows * SLED_CHUNK
+        table = np.array(chunks, dtype=np.int64).reshape(-1, 5).T
+        arrays = (np.ascontiguousarray(np.concatenate(w)), *(np.ascontiguousarray(c) for c in table))
+        if self.x.size != x0:
+            self.x = np.empty(x0)
         self._w = (list(blocks), arrays)
         return arrays
 
@@ -161,7 +180,7 @@ class FusedLoop:
         q = self.quiet
         st, racks, gov = q.sim.state, q.racks, q.governors
         ch = self.chip
-        W, w_off = self._propagators(racks.integrator)
+        W, c_g, c_i0, c_ns, c_w0, c_x0 = self._propagators(racks.integrator)
         T = np.concatenate([t.ravel() for t in racks.T])
         Q = np.concatenate([b.ravel() for b in racks.q_base])
         clock_lim = np.array(st["device.clock_limit"], dtype=float)
@@ -169,18 +188,17 @@ class FusedLoop:
         gov_trip = np.array(gov.tripped, dtype=np.bool_)
         thermal = np.array(gov.clock_thermal, dtype=float)
         power = np.array(gov.clock_power, dtype=float)
-        limit = np.ascontiguousarray(gov.p_limit, dtype=float)
-        held = np.ascontiguousarray(st["device.held"], dtype=np.bool_)
+        kind, table = ch.rows(gov.p_limit, st["device.held"])
         rack_limit = np.ascontiguousarray(capacity * (1.0 - SHELF_MARGIN), dtype=float)
         watch = _NONE if watch is None else np.ascontiguousarray(watch, dtype=np.int64)
         t_hbm = out["device.t_hbm"] if self.hbm else _NO_HBM
         if self.rack_p.size != U.shape[1] * self.n_racks:
             self.rack_p = np.empty(U.shape[1] * self.n_racks)
         n = _compiled()(
-            U, watch, held, limit, ch.kind, ch.table, THROTTLE_GAIN, THROTTLE_DOWN_RATE, THROTTLE_UP_RATE, CLOCK_MIN,
-            CLOCK_NEWTON_STEPS, float(h), self.device_rack, np.ascontiguousarray(fixed_rack, dtype=float),
+            U, watch, kind, table, THROTTLE_GAIN, THROTTLE_DOWN_RATE, THROTTLE_UP_RATE, CLOCK_MIN,
+            CLOCK_NEWTON_STEPS, float(h), self.rack_dev, np.ascontiguousarray(fixed_rack, dtype=float),
             rack_limit, self.g_kd, self.g_m, self.g_sled, self.g_t, self.g_dev, self.sleds, self.devices,
-            self.g_hbm, self.hbm_node, self.hbm_slot, W, w_off, Q, T, clock_lim, off, gov_trip, thermal, power, racks.t_die, racks.t_die_peak,
+            self.g_hbm, self.hbm_node, self.hbm_slot, W, c_g, c_i0, c_ns, c_w0, c_x0, Q, T, clock_lim, off, gov_trip, thermal, power, racks.t_die, racks.t_die_peak,
             self.x, self.y, self.e, self.rack_p, out["device.p"], out["device.p_step"], out["device.clock"], out["device.t_die"],
             out["device.throttled"], out["device.clock_limit"], out["device.tripped"], out["t_cool"], out["t_air"], t_hbm)
         # the state as after the last step taken
@@ -200,22 +218,35 @@ class FusedLoop:
 
 
 class NumbaChip:
-    """The chip figures the compiled loop reads, as a table per chip kind: the distinct rows of
-    the per-device constants of :func:`twin.power.kernels.chip_arrays` (``table``, (kinds, 13),
-    columns in that order: ``A``, ``E_IDLE``, … below) and each device's row (``kind``). A few
-    kinds (Frontier: 2; hall-1k: 8) instead of 13 per-device arrays: the loop reads one small
-    integer per device for them, and the rows stay in cache. The values are the same numbers,
-    so the equations give the same bits."""
+    """The chip figures the compiled loop reads, as a table per kind of device: the distinct
+    rows of the per-device constants of :func:`twin.power.kernels.chip_arrays` with each
+    device's power limit [W] and whether it is held active (1 or 0), columns ``A``, ``E_IDLE``,
+    … ``LIMIT``, ``HELD`` below, and each device's row. A few kinds (Frontier: 2; hall-1k: 8)
+    instead of 15 per-device arrays: the loop reads one small integer per device for them, and
+    the rows stay in cache. The values are the same numbers, so the equations give the same
+    bits. The power limits and holds (constant within a block) are the last call's until they
+    change."""
 
     def __init__(self, c: dict):
-        columns = np.stack(chip_arrays(c), axis=1)
-        table, kind = np.unique(columns, axis=0, return_inverse=True)
-        self.table = np.ascontiguousarray(table, dtype=float)
-        self.kind = np.ascontiguousarray(kind.ravel(), dtype=np.int32)
+        self.columns = np.stack(chip_arrays(c), axis=1)
+        self._key = (None, None)
+        self._rows = None
+
+    def rows(self, limit, held):
+        """Each device's row (int32, (devices,)) and the table ((kinds, 15)) at power limits
+        ``limit`` [W] and holds ``held``."""
+        if not (np.array_equal(self._key[0], limit) and np.array_equal(self._key[1], held)):
+            full = np.concatenate([self.columns, np.stack([limit, held], axis=1).astype(float)], axis=1)
+            table, kind = np.unique(full, axis=0, return_inverse=True)
+            self._rows = (np.ascontiguousarray(kind.ravel(), dtype=np.int32), np.ascontiguousarray(table, dtype=float))
+            self._key = (np.array(limit, dtype=float), np.array(held, dtype=bool))
+        return self._rows
 
 
-#: Columns of :attr:`NumbaChip.table` (:func:`twin.power.kernels.chip_arrays`' order).
-A, E_IDLE, P_LEAK_REF, T_REF, BETA, ALPHA, P_DYN, P_IDLE, ILF, EXCURSION, T_THROTTLE, HYSTERESIS, T_SHUTDOWN = range(13)
+#: Columns of the table of :meth:`NumbaChip.rows` (:func:`twin.power.kernels.chip_arrays`' order, then the
+#: power limit and the hold; the compiled functions write the numbers).
+(A, E_IDLE, P_LEAK_REF, T_REF, BETA, ALPHA, P_DYN, P_IDLE, ILF, EXCURSION, T_THROTTLE, HYSTERESIS, T_SHUTDOWN, LIMIT,
+ HELD) = range(15)
 
 _COMPILED = None
 _NONE = np.zeros(0, dtype=np.int64)
@@ -226,7 +257,7 @@ def _compiled():
     """The compiled loop (compiled, or loaded from numba's cache, on first use); the parts it
     calls (and the per-device equations of :mod:`twin.power.compiled`) are compiled first and
     bound to the module's globals, where they find them."""
-    global _COMPILED, _power_jit, _sleds_jit, _govern_jit, _dev, _u
+    global _COMPILED, _power_jit, _chunks_jit, _sleds_jit, _govern_jit, _dev, _u
     if _COMPILED is None:
         import numba
 
@@ -235,7 +266,7 @@ def _compiled():
         _u = numba.uint64
 
         jit = numba.njit(cache=True, nogil=True)
-        _power_jit, _sleds_jit, _govern_jit = jit(_power), jit(_sleds), jit(_govern)
+        _power_jit, _chunks_jit, _sleds_jit, _govern_jit = jit(_power), jit(_chunks), jit(_sleds), jit(_govern)
         _COMPILED = jit(_loop)
     return _COMPILED
 
@@ -245,43 +276,70 @@ def _warm() -> None:
     (or loads it from its cache) for the argument types of :meth:`FusedLoop.run`."""
     f, i, b = np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_)
     f2, f3, b2 = np.zeros((0, 1)), np.zeros((0, 1, 1)), np.zeros((0, 1), dtype=np.bool_)
-    _compiled()(f3, i, b, f, np.zeros(1, dtype=np.int32), np.zeros((1, 13)), 0.0, 0.0, 0.0, 0.0, 1, 1.0, i, f, f,
-                *(i,) * 10, f, i, f, f, f, b, b, f, f, f, f, f, f, f, f, f3, f2, f2, f2, b2, f2, b2, f2, f2, f2)
+    _compiled()(f3, i, np.zeros(1, dtype=np.int32), np.zeros((1, 15)), 0.0, 0.0, 0.0, 0.0, 1, 1.0, np.zeros(2, dtype=np.int64), f, f,
+                *(i,) * 10, f, *(i,) * 5, f, f, f, b, b, f, f, f, f, f, f, f, f, f3, f2, f2, f2, b2, f2, b2, f2, f2, f2)
 
 
-def _loop(U, watch, held, limit, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt,
-          device_rack, fixed_rack, rack_limit, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node,
-          hbm_slot, W, w_off, Q, T, clock_lim, off, gov_trip, thermal, power, t_die, t_die_peak, x, y, e, rack_p,
-          P, p_step, clock_out, t_die_out, throttled_out, clock_limit_out, tripped_out, t_cool, t_air, t_hbm):
+def _loop(U, watch, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, rack_dev, fixed_rack, rack_limit, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node,
+          hbm_slot, W, c_g, c_i0, c_ns, c_w0, c_x0, Q, T, clock_lim, off, gov_trip, thermal, power, t_die, t_die_peak,
+          x, y, e, rack_p, P, p_step, clock_out, t_die_out, throttled_out, clock_limit_out, tripped_out, t_cool, t_air,
+          t_hbm):
     """``U.shape[0]`` steps of the feedback loop; returns the number taken (a step whose
     shelves come within the margin of ``rack_limit`` is not taken, nor one that starts with a
     device of ``watch`` below full clock or tripped): chip power with the shelves' test
     (:func:`_power`), the sled networks (:func:`_sleds`) and the governors (:func:`_govern`),
-    each step. ``e`` holds each device's leakage
-    factor at its die temperature (:func:`twin.power.compiled.leak_factor`): computed here for
-    the first step, then by the governors for the next. Chip figures: row ``kind[d]`` of ``tab``
+    each step. The node temperatures ``T`` are held node by node in the chunks' inputs ``x``
+    over the steps (:func:`_chunks`). ``e`` holds each device's leakage factor at its die
+    temperature (:func:`twin.power.compiled.leak_factor`): computed here for the first step,
+    then by the governors for the next. Chip figures: row ``kind[d]`` of ``tab``
     (:class:`NumbaChip`)."""
     for d in range(t_die.size):
         k = kind[d]
         e[d] = _dev.leak_factor(t_die[d], tab[k, 3], tab[k, 4])
+    _chunks_jit(True, g_kd, g_m, g_sled, g_t, c_g, c_i0, c_ns, c_x0, Q, T, x, y.size // (g_m.max() + 2))
+    n = U.shape[0]
     for j in range(U.shape[0]):
         if j > 0:
+            stop = False
             for i in range(watch.size):
                 if clock_lim[watch[i]] != 1.0 or off[watch[i]]:
-                    return j
-        if _power_jit(j, U, held, limit, kind, tab, clock_lim, off, e, device_rack, fixed_rack, rack_limit, rack_p,
-                      P, p_step, clock_out):
-            return j
-        _sleds_jit(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slot, W, w_off, Q, T,
-                   p_step, x, y, t_cool, t_air, t_hbm, t_die_out)
-        _govern_jit(j, U, limit, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, clock_lim, off,
+                    stop = True
+            if stop:
+                n = j
+                break
+        if _power_jit(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit, rack_p, P, p_step,
+                      clock_out):
+            n = j
+            break
+        _sleds_jit(j, g_kd, g_m, g_sled, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slot, W, c_g, c_i0, c_ns, c_w0,
+                   c_x0, p_step, x, y, t_cool, t_air, t_hbm, t_die_out)
+        _govern_jit(j, U, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, clock_lim, off,
                     gov_trip, thermal, power, t_die, t_die_peak, e, t_die_out, throttled_out, clock_limit_out,
                     tripped_out)
-    return U.shape[0]
+    _chunks_jit(False, g_kd, g_m, g_sled, g_t, c_g, c_i0, c_ns, c_x0, Q, T, x, y.size // (g_m.max() + 2))
+    return n
 
 
-def _power(j, U, held, limit, kind, tab, clock_lim, off, e, device_rack, fixed_rack, rack_limit, rack_p, P, p_step,
-           clock_out):
+def _chunks(into, g_kd, g_m, g_sled, g_t, c_g, c_i0, c_ns, c_x0, Q, T, x, chunk):
+    """The node temperatures ``T`` (sled by sled) into the chunks' inputs ``x`` (node by node,
+    ``chunk`` apart) with the coolant and air nodes' boundary heat ``Q``, which holds over the
+    block (``into``); or back from them."""
+    for ci in range(c_g.size):
+        g = c_g[ci]
+        m, kd, x0 = g_m[g], g_kd[g], c_x0[ci]
+        for s in range(c_ns[ci]):
+            base = g_t[g] + (c_i0[ci] - g_sled[g] + s) * m
+            if into:
+                for c in range(m):
+                    x[x0 + c * chunk + s] = T[base + c]
+                x[x0 + (m + kd) * chunk + s] = Q[base + m - 2]
+                x[x0 + (m + kd + 1) * chunk + s] = Q[base + m - 1]
+            else:
+                for c in range(m):
+                    T[base + c] = x[x0 + c * chunk + s]
+
+
+def _power(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit, rack_p, P, p_step, clock_out):
     """Step ``j``'s device power per sub-step into ``P[j]``, its mean into ``p_step[j]`` and
     the clock it ran at into ``clock_out[j]``: :func:`twin.power.compiled.device_power` (as
     ``ChipPower.step``) with the leakage factors ``e`` at the die temperatures, then numpy's
@@ -289,48 +347,48 @@ def _power(j, U, held, limit, kind, tab, clock_lim, off, e, device_rack, fixed_r
     in a sub-step (devices + overhead + fans, ``fixed_rack``; summed in device order into
     ``rack_p``, (sub-steps × racks)) exceeds ``rack_limit`` (the shelves' rating less the
     margin)."""
-    n_sub, n = U.shape[1], U.shape[2]
+    n_sub = U.shape[1]
     nr = fixed_rack.size
     for s in range(n_sub):
         for r in range(nr):
             rack_p[s * nr + r] = fixed_rack[r]
-    for d in range(n):
-        clock_out[j, d] = clock_lim[d]
-        r = device_rack[d]
-        if off[d]:
+    for r in range(nr):
+        for d in range(rack_dev[r], rack_dev[r + 1]):
+            clock_out[j, d] = clock_lim[d]
+            if off[d]:
+                for s in range(n_sub):
+                    P[j, s, d] = 0.0
+                    rack_p[s * nr + r] += 0.0
+                p_step[j, d] = 0.0
+                continue
+            k = kind[d]
+            floor, fa, idle = _dev.power_terms(clock_lim[d], e[d], tab[k, 0], tab[k, 1], tab[k, 2], tab[k, 5],
+                                               tab[k, 7], tab[k, 8])
+            cap = tab[k, 9] * tab[k, 13]
+            p_dyn = tab[k, 6]
+            hd = tab[k, 14] != 0.0
+            acc = 0.0
             for s in range(n_sub):
-                P[j, s, d] = 0.0
-                rack_p[s * nr + r] += 0.0
-            p_step[j, d] = 0.0
-            continue
-        k = kind[d]
-        floor, fa, idle = _dev.power_terms(clock_lim[d], e[d], tab[k, 0], tab[k, 1], tab[k, 2], tab[k, 5],
-                                           tab[k, 7], tab[k, 8])
-        cap = tab[k, 9] * limit[d]
-        p_dyn = tab[k, 6]
-        hd = held[d]
-        acc = 0.0
-        for s in range(n_sub):
-            p = _dev.device_power(U[j, s, d], hd, floor, fa, p_dyn, idle, cap)
-            P[j, s, d] = p
-            rack_p[s * nr + r] += p
-            acc = p if s == 0 else acc + p
-        p_step[j, d] = acc if n_sub == 1 else acc / n_sub
+                p = _dev.device_power(U[j, s, d], hd, floor, fa, p_dyn, idle, cap)
+                P[j, s, d] = p
+                rack_p[s * nr + r] += p
+                acc = p if s == 0 else acc + p
+            p_step[j, d] = acc if n_sub == 1 else acc / n_sub
     for i in range(n_sub * nr):
         if rack_p[i] > rack_limit[i % nr]:
             return True
     return False
 
 
-def _sleds(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slot, W, w_off, Q, T, p_step, x, y,
-           t_cool, t_air, t_hbm, t_die_out):
+def _sleds(j, g_kd, g_m, g_sled, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slot, W, c_g, c_i0, c_ns, c_w0, c_x0,
+           p_step, x, y, t_cool, t_air, t_hbm, t_die_out):
     """Every sled network over step ``j``: ``[T | q + p] @ W`` per sled (each column summed
     over the rows in order), as ``ExponentialIntegrator.step``; new node temperatures into
-    ``T``, the new die temperatures into ``t_die_out[j]`` (the governors take them from
-    there), step-mean coolant and air temperatures into ``t_cool[j]``, ``t_air[j]``, the HBM
-    nodes' temperatures into ``t_hbm[j]`` at their devices (the device power enters on the die
-    rows; the HBM nodes' share of it is folded into those rows of W, so nothing else changes
-    for a sled with HBM nodes).
+    the chunks' inputs ``x``, the new die temperatures into ``t_die_out[j]`` (the governors
+    take them from there), step-mean coolant and air temperatures into ``t_cool[j]``,
+    ``t_air[j]``, the HBM nodes' temperatures into ``t_hbm[j]`` at their devices (the device
+    power enters on the die rows; the HBM nodes' share of it is folded into those rows of W,
+    so nothing else changes for a sled with HBM nodes).
 
     Of the heat input ``q`` only the die rows (device power) and the coolant and air nodes
     (boundaries, ``Q``) are not zero: the product runs over the node temperatures and those
@@ -338,56 +396,39 @@ def _sleds(j, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node, hb
     :meth:`FusedLoop._propagators`). A left-out term is ``0 · w``, whose sum with the running
     total is that total: the same bits.
 
-    Consecutive sleds of a group with the same W (runs of at most ``x.size / (2 m)``) are formed
-    together, node by node: the innermost loop runs over the sleds, reading ``x`` and ``y``
-    linearly, which the compiler turns into vector instructions; each sled's sums keep the row
-    order."""
-    m_max = 0
-    for g in range(g_m.size):
-        m_max = max(m_max, g_m[g])
-    chunk = x.size // (2 * m_max)
+    The sleds of a chunk (consecutive sleds of a group with the same W) are formed together,
+    node by node: their inputs stay in ``x`` from step to step (the node temperatures and the
+    boundaries; only the device power is written each step), the innermost loop runs over the
+    sleds, reading ``x`` and ``y`` linearly, which the compiler turns into vector instructions;
+    each sled's sums keep the row order."""
+    chunk = y.size // (g_m.max() + 2)
     t_new = t_die_out[j]
-    for g in range(g_kd.size):
-        m, kd = g_m[g], g_kd[g]
+    for ci in range(c_g.size):
+        g = c_g[ci]
+        m, kd, x0, ns = g_m[g], g_kd[g], c_x0[ci], c_ns[ci]
         cols = m + 2
         rows = m + kd + 2
-        cool, air = m - 2, m - 1
-        first, end = g_sled[g], g_sled[g + 1]
-        i0 = first
-        while i0 < end:
-            w0 = w_off[i0]
-            i1 = i0 + 1
-            while i1 < end and i1 - i0 < chunk and w_off[i1] == w0:
-                i1 += 1
-            ns = i1 - i0
-            for s in range(ns):  # gather [T | p | q_cool, q_air] node by node (unsigned indices: see chunk_product)
-                i = i0 - first + s
-                base = g_t[g] + i * m
-                for c in range(m):
-                    x[_u(c * chunk + s)] = T[_u(base + c)]
-                dev0 = g_dev[g] + i * kd
-                for c in range(kd):
-                    x[_u((m + c) * chunk + s)] = p_step[j, devices[_u(dev0 + c)]]
-                x[_u((m + kd) * chunk + s)] = Q[_u(base + cool)]
-                x[_u((m + kd + 1) * chunk + s)] = Q[_u(base + air)]
-            _dev.chunk_product(x, y, W, w0, rows, cols, ns, chunk)
-            for s in range(ns):  # scatter, and the governors of the sled's devices
-                i = i0 - first + s
-                sl = i0 + s
-                base = g_t[g] + i * m
-                for c in range(m):
-                    T[_u(base + c)] = y[_u(c * chunk + s)]
-                t_cool[j, sleds[sl]] = y[_u(m * chunk + s)]
-                t_air[j, sleds[sl]] = y[_u((m + 1) * chunk + s)]
-                dev0 = g_dev[g] + i * kd
-                for c in range(g_hbm[g], g_hbm[g + 1]):
-                    t_hbm[j, devices[_u(dev0 + hbm_slot[c])]] = y[_u(hbm_node[c] * chunk + s)]
-                for c in range(kd):
-                    t_new[devices[_u(dev0 + c)]] = y[_u(c * chunk + s)]
-            i0 = i1
+        dev0 = g_dev[g] + (c_i0[ci] - g_sled[g]) * kd
+        for s in range(ns):  # the device power node by node (unsigned indices: see chunk_product)
+            for c in range(kd):
+                x[_u(x0 + (m + c) * chunk + s)] = p_step[j, devices[_u(dev0 + s * kd + c)]]
+        xc = x[x0: x0 + rows * chunk]
+        _dev.chunk_product(xc, y, W, c_w0[ci], rows, cols, ns, chunk)
+        for c in range(m):  # the new node temperatures: the next step's inputs
+            for s in range(ns):
+                xc[_u(c * chunk + s)] = y[_u(c * chunk + s)]
+        for s in range(ns):
+            sl = sleds[c_i0[ci] + s]
+            t_cool[j, sl] = y[_u(m * chunk + s)]
+            t_air[j, sl] = y[_u((m + 1) * chunk + s)]
+            d0 = dev0 + s * kd
+            for c in range(g_hbm[g], g_hbm[g + 1]):
+                t_hbm[j, devices[_u(d0 + hbm_slot[c])]] = y[_u(hbm_node[c] * chunk + s)]
+            for c in range(kd):
+                t_new[devices[_u(d0 + c)]] = y[_u(c * chunk + s)]
 
 
-def _govern(j, U, limit, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, clock_lim, off, gov_trip,
+def _govern(j, U, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, clock_lim, off, gov_trip,
             thermal, power, t_die, t_die_peak, e, t_die_out, throttled_out, clock_limit_out, tripped_out):
     """The governors after step ``j``, per device at its new die temperature ``t_die_out[j]``
     (from the sled networks; ``t_die`` holds the step's start and gets the new): thermal
@@ -411,7 +452,7 @@ def _govern(j, U, limit, kind, tab, gain, down_rate, up_rate, clock_min, newton,
         thermal[d] = cc
         tripped = (gov_trip[d] or td > tab[k, 12]) and not (td < t_throttle)
         gov_trip[d] = tripped
-        pw = _dev.power_clock(_dev.peak(Uj, d), e[d], limit[d], tab[k, 0], tab[k, 2], tab[k, 5], tab[k, 6],
+        pw = _dev.power_clock(_dev.peak(Uj, d), e[d], tab[k, 13], tab[k, 0], tab[k, 2], tab[k, 5], tab[k, 6],
                               clock_min, newton)
         power[d] = pw
         cl = min(cc, pw)
@@ -421,4 +462,4 @@ def _govern(j, U, limit, kind, tab, gain, down_rate, up_rate, clock_min, newton,
         tripped_out[j, d] = tripped
 
 
-_power_jit, _sleds_jit, _govern_jit = _power, _sleds, _govern
+_power_jit, _chunks_jit, _sleds_jit, _govern_jit = _power, _chunks, _sleds, _govern
