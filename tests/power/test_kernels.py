@@ -193,3 +193,66 @@ def test_block_choice(monkeypatch):
     assert choose_block(COMPILED_MIN_DEVICES) == "numba"
     monkeypatch.setenv("TWIN_KERNEL", "numpy")
     assert choose_block(290, n_steps=10**7) == "numpy"
+
+
+@pytest.mark.parametrize("n_sub", [1, 10])
+def test_compiled_loop_parts_are_the_kernels(chip, n_sub):
+    """The quiet blocks' compiled loop (twin.sim.fused) reads the chip figures from a table per
+    kind of device (with the power limits and holds) and its rack sums in rack order; its chip
+    power and governors give the per-step compiled kernel's numbers to the bit (the same
+    equations on the same numbers) and the numpy reference's to a few ulp, on random inputs
+    through every branch: idle, held, tripped, throttling, the power limit's Newton clock, new
+    trips; and the leakage factor it keeps for the next step is exp at the new die temperature
+    whether it was computed anew (the die moved) or kept (it did not)."""
+    from twin.power import compiled
+    from twin.power.governor import CLOCK_MIN, THROTTLE_DOWN_RATE, THROTTLE_GAIN, THROTTLE_UP_RATE
+    from twin.power.device import CLOCK_NEWTON_STEPS
+    from twin.sim import fused
+
+    fused._compiled()
+    u, clock, on, t_die, held = _inputs(chip, n_sub, 11 + n_sub)
+    n = t_die.size
+    limit = chip["p_limit"] * np.where(np.arange(n) % 3 == 0, 0.7, 1.0)  # limits that split kinds
+    kind, tab = fused.NumbaChip(chip).rows(limit, held)
+    assert tab.shape[0] < n / 4  # (a few kinds of device)
+    leak = np.array([compiled.leak_factor(t, r, b) for t, r, b in zip(t_die, chip["t_ref"], chip["leak_beta"])])
+    # chip power with the shelves' sums: two racks, the second holding devices from n // 3 on
+    rack_dev = np.array([0, n // 3, n])
+    fixed = np.array([10.0, 20.0])
+    P, p_step, clock_out, rack_p = np.empty((1, n_sub, n)), np.empty((1, n)), np.empty((1, n)), np.empty(2 * n_sub)
+    over = fused._power_jit(0, u[None], kind, tab, clock, ~on, leak, rack_dev, fixed, np.full(2, np.inf), rack_p, P,
+                            p_step, clock_out)
+    assert not over
+    ref = NumbaKernel(chip).power(u, clock, on, t_die, held, limit)
+    np.testing.assert_array_equal(P[0], ref)
+    np.testing.assert_allclose(P[0], NumpyKernel(chip).power(u, clock, on, t_die, held, limit), rtol=STEP_RTOL, atol=0)
+    np.testing.assert_array_equal(clock_out[0], clock)
+    np.testing.assert_allclose(p_step[0], ref.mean(axis=0), rtol=1e-15)
+    sums = np.stack([fixed + np.add.reduceat(p, rack_dev[:2]) for p in P[0]])
+    np.testing.assert_allclose(rack_p.reshape(n_sub, 2), sums, rtol=1e-13)
+    assert fused._power_jit(0, u[None], kind, tab, clock, ~on, leak, rack_dev, fixed, sums.max(axis=0) * (1 - 1e-9),
+                            rack_p, P, p_step, clock_out)  # a rack above its limit
+    # the governors at new die temperatures: half of them moved, half where they were
+    t_new = np.where(np.arange(n) % 2 == 0, t_die + np.linspace(-5.0, 5.0, n), t_die)
+    t_die_out = t_new[None].copy()
+    thermal, power, clock_lim = clock.copy(), np.empty(n), np.empty(n)
+    gov_trip, off, peak, t_state, e = ~on, ~on, t_die.copy(), t_die.copy(), leak.copy()
+    out = t_die_out, np.empty((1, n), dtype=bool), np.empty((1, n)), np.empty((1, n), dtype=bool)
+    fused._govern_jit(0, u[None], kind, tab, THROTTLE_GAIN, THROTTLE_DOWN_RATE, THROTTLE_UP_RATE, CLOCK_MIN,
+                      CLOCK_NEWTON_STEPS, 1.0, clock_lim, off, gov_trip, thermal, power, t_state, peak, e, *out)
+    want = NumbaKernel(chip).govern(u, t_new, clock, ~on, 1.0, limit)
+    for got, w in zip((thermal, power, clock_lim), want):
+        np.testing.assert_array_equal(got, w)
+    np.testing.assert_array_equal(gov_trip, want[3] & ~(t_new < chip["t_throttle"]))  # (the restart: Governors.step)
+    for got, w in zip((thermal, power, clock_lim), NumpyKernel(chip).govern(u, t_new, clock, ~on, 1.0, limit)):
+        np.testing.assert_allclose(got, w, rtol=STEP_RTOL, atol=0)
+    assert (power < 1.0).any() and (thermal < clock).any() and (gov_trip & on).any()  # every branch taken
+    np.testing.assert_array_equal(e, [compiled.leak_factor(t, r, b) for t, r, b in zip(t_new, chip["t_ref"],
+                                                                                      chip["leak_beta"])])
+    np.testing.assert_array_equal(t_state, t_new)
+    np.testing.assert_array_equal(peak, np.maximum(t_die, t_new))
+    np.testing.assert_array_equal(out[0][0], t_new)
+    np.testing.assert_array_equal(out[1][0], clock < 1.0)  # throttled as the step began
+    np.testing.assert_array_equal(out[2][0], clock_lim)
+    np.testing.assert_array_equal(out[3][0], gov_trip)
+    np.testing.assert_array_equal(off, gov_trip)
