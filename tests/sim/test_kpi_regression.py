@@ -88,9 +88,10 @@ CHANGED: dict[str, str] = {
     "hall-1k": "multi-rate components step at the start of each block on the means of the latest "
                "plant.step of inputs including this step (the plant used the block before, without this "
                "step; with plant.step = time.step both are that step's own inputs)",
-    "phoenix-events": "facility power counts the UPS battery's discharge during the utility outage (the "
-                      "facility's input from every source, so PUE stays >= 1 through an outage); it counted "
-                      "the utility alone",
+    "phoenix-events": "facility power is the utility's (and standby generators') draw: the UPS battery's "
+                      "discharge during the utility outage is an internal transfer, not facility input (it "
+                      "was counted as a source, and its recharge again): p_facility, energy_facility_J and "
+                      "pue fall over the outage",
 }
 
 

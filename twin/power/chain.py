@@ -2,11 +2,18 @@
 transformers → utility, with its sizing, the miscellaneous load and the electrical rooms' own
 cooling. Facility power and energy are defined here, once.
 
-``facility.p_facility`` = facility input (the utility, or the UPS battery during an outage) = IT
-power (rack AC input) + cooling + busway, UPS and transformer losses + miscellaneous load +
-electrical-room cooling. Its exact time integral is the KPI ``energy_facility_J``, the live counter
+``facility.p_facility`` = what the site draws from the utility (and, during an outage, from the
+standby generators that carry the loads outside the UPS) = IT power (rack AC input) + cooling +
+busway, UPS and transformer losses + miscellaneous load + electrical-room cooling + the power
+stored in the UPS battery − the power the battery gives the UPS. The battery is an internal
+transfer: its discharge during an outage is not facility input, its recharge afterwards is (with
+the charger's loss), so over an outage and the recharge the facility energy is IT + all losses +
+the battery's net change in stored energy (The Green Grid, WP 49: PUE's total facility energy is
+what the utility meter and on-site generation deliver; storage only moves it in time). Its exact
+time integral is the KPI ``energy_facility_J``, the live counter
 ``twin_facility_energy_joules_total`` and the OpenMetrics backfill alike (all read this one
-variable). Cooling equipment is fed from the transformers, not through the UPS. Without a
+variable), and PUE (KPI and ``facility.pue``) is its ratio to IT: during an outage, while the
+battery carries the IT load, the step's ``facility.pue`` is below 1. Cooling equipment is fed from the transformers, not through the UPS. Without a
 scenario ``plant:`` there is no chain to model: utility input = IT + cooling, no upstream losses.
 
 During a ``utility_outage`` the IT load rides on the UPS battery and the chillers trip (see the
@@ -15,7 +22,7 @@ stay on through the transformers as if standby generators had taken them over at
 (generators and their start delay are not modelled). When the battery is empty every rack goes
 dark (no IT power at all) until the utility returns. Once the utility is back the UPS recharges the
 battery at its catalogue charge power (``battery_charge_power`` per module), drawn from the
-utility and so counted in facility power.
+utility and so counted in facility power (the energy the outage took, over the charge efficiency).
 """
 
 from __future__ import annotations
@@ -55,7 +62,7 @@ T_OUTDOOR_DEFAULT = 25.0
 
 P_FACILITY = Var("facility", "p_facility", "W",
                  "facility power from the utility (IT, cooling, electrical losses and their cooling, "
-                 "miscellaneous loads)", per_substep=True, counter="twin_facility_energy_joules")
+                 "miscellaneous loads, UPS battery recharge; not the battery's discharge)", per_substep=True, counter="twin_facility_energy_joules")
 P_LOSS = Var("facility", "p_loss", "W",
              "power-delivery losses (power shelves; with a plant also busway, UPS and transformers)",
              counter="twin_power_delivery_loss_energy_joules")
@@ -134,9 +141,10 @@ class PowerChain(Component):
     temperature); transformers (outdoor, liquid-immersed) carry all of it
     plus the cooling and reject their losses outdoors. On battery the UPS input comes from the
     battery (never below empty) and the loads outside the UPS stay on the transformers (as if
-    generators carried them; not modelled); facility power counts the
-    battery's discharge too (The Green Grid, WP 49: total facility energy includes on-site
-    sources), so PUE stays ≥ 1 through an outage. When the battery is empty every rack is dark
+    generators carried them; not modelled); facility power is the utility's (and those
+    generators') draw: the battery's discharge is an internal transfer, not facility input (see
+    the module docstring), so the step's PUE is below 1 while the battery carries the IT load.
+    When the battery is empty every rack is dark
     (:class:`~twin.power.shelves.Shelves`) until the utility returns. Afterwards the battery
     recharges at the modules' charge power (:func:`~twin.power.ups.ups_battery_step`): the
     charger's draw is UPS input from the utility (``p_ups_battery_charge``), its loss counts in
@@ -250,7 +258,7 @@ class PowerChain(Component):
         n, tr = self.n_transformers, self.transformer
         s_each = float(apparent_power(p_util, self.power_factor)) / n
         l_tr = float(n * transformer_losses(s_each, tr.rating.si, tr.no_load_loss.si, tr.load_loss.si))
-        return {"p_facility": p_util + l_tr + p_battery, "busway": l_bus, "ups": l_ups, "transformer": l_tr,
+        return {"p_facility": p_util + l_tr, "busway": l_bus, "ups": l_ups, "transformer": l_tr,
                 "misc": self.p_misc, "room": p_room, "q_room": q_out, "charge": p_charge,
                 "battery": p_battery}
 
@@ -259,6 +267,8 @@ class PowerChain(Component):
         p_it = float(step_mean(p_it_sub)[0])
         t_out = float(state["facility.t_outdoor"][0]) if "facility.t_outdoor" in self.inputs else T_OUTDOOR_DEFAULT
         d = self.delivery(p_it, float(state["facility.p_cooling"][0]), dt, t_out)
+        if d["battery"] > 0.0:  # the battery carries the UPS: the utility does not see the racks' sub-steps
+            p_it_sub, p_it = np.zeros_like(p_it_sub), 0.0
         over_it = d["p_facility"] - p_it  # the facility's draw beyond the racks (cooling, losses)
         state["facility.p_facility"] = p_it_sub + over_it
         upstream = d["busway"] + d["ups"] + d["transformer"]
@@ -308,7 +318,7 @@ class PowerChain(Component):
         n, tr = self.n_transformers, self.transformer
         s_each = apparent_power(p_util, self.power_factor) / n
         l_tr = n * transformer_losses(s_each, tr.rating.si, tr.no_load_loss.si, tr.load_loss.si)
-        return {"p_facility": p_util + l_tr + p_battery, "busway": l_bus, "ups": l_ups, "transformer": l_tr,
+        return {"p_facility": p_util + l_tr, "busway": l_bus, "ups": l_ups, "transformer": l_tr,
                 "room": p_room, "q_room": q_out}
 
     def step_block(self, k: int, dt: float, p_it_sub, p_cooling, p_loss, state) -> dict:

@@ -308,13 +308,16 @@ class Simulation:
     def facility_balance(self) -> dict[str, float]:
         """The facility's energy balance over the steps taken [J] (with a plant).
 
-        What the utility delivered (facility energy less the UPS battery's discharge, which
-        facility power counts as an on-site source) ends as heat rejected outdoors (the plant's
+        What the utility delivered (the facility energy: the battery's discharge is an internal
+        transfer, not in it; :mod:`twin.power.chain`) ends as heat rejected outdoors (the plant's
         heat rejection and its fans, the electrical rooms' units, the outdoor transformers) or
         stays stored: heat in the racks, the plant's loops and room air and the CDUs' supply
         pipes, and energy in the UPS battery::
 
-            E_facility − E_discharged = E_rejected + ΔH_racks + ΔH_plant + ΔH_pipes + ΔE_battery
+            E_facility = E_rejected + ΔH_racks + ΔH_plant + ΔH_pipes + ΔE_battery
+
+        ``e_battery_discharged`` (what the battery gave the UPS during outages) is reported
+        alongside, not a term of the balance.
 
         Returns the terms and ``residual`` = (left − right) / E_facility [1]. Each part's balance
         is exact arithmetic, so the residual is rounding (~1e-15) while the flow is constant;
@@ -334,7 +337,7 @@ class Simulation:
             "stored_pipes": pt.pipes_end - pt.pipes_start,
             "stored_battery": ch.battery_left - ch.battery_energy,  # it starts full
         }
-        left = terms["e_facility"] - terms["e_battery_discharged"]
+        left = terms["e_facility"]
         right = sum(v for k, v in terms.items() if k.startswith(("e_rejected", "stored_")))
         terms["residual"] = (left - right) / terms["e_facility"] if terms["e_facility"] else 0.0
         return terms
