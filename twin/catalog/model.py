@@ -218,7 +218,10 @@ class Chip(Entry):
     convection_exponent: Ratio | None = Field(
         None, description="n in G_conv ∝ flow^n of the plate or heat sink (laminar microchannel plates 0.3–0.5; "
                           "default 0.8, turbulent)")
-    hbm_power_fraction: Ratio | None = Field(None, description="HBM node: share of the package power in the HBM stacks")
+    hbm_idle_power: Power | None = Field(None, description="HBM node: the stacks' floor (refresh, DRAM standby, base "
+                                         "die and PHYs), part of p_idle")
+    hbm_active_power: Power | None = Field(None, description="HBM node: the stacks' power above the floor at full "
+                                           "bandwidth (energy per bit × 8 × hbm_bandwidth), reached at tdp")
     r_hbm: ThermalResistance | None = Field(None, description="HBM node: HBM stacks to cold plate")
     c_hbm: HeatCapacity | None = Field(None, description="HBM node: heat capacity of the HBM stacks")
     t_hbm_max: Temperature | None = Field(None, description="HBM node: temperature limit of the stacks")
@@ -258,12 +261,16 @@ class Chip(Entry):
                 raise ValueError("tdp must lie inside tdp_range")
         if self.t_shutdown.si <= self.t_throttle.si:
             raise ValueError("t_shutdown must be above t_throttle")
-        hbm = [f for f in ("hbm_power_fraction", "r_hbm", "c_hbm", "t_hbm_max") if getattr(self, f) is not None]
-        if hbm and len(hbm) < 4:
-            raise ValueError("an HBM node needs hbm_power_fraction, r_hbm, c_hbm and t_hbm_max together "
+        hbm_fields = ("hbm_idle_power", "hbm_active_power", "r_hbm", "c_hbm", "t_hbm_max")
+        hbm = [f for f in hbm_fields if getattr(self, f) is not None]
+        if hbm and len(hbm) < len(hbm_fields):
+            raise ValueError(f"an HBM node needs {', '.join(hbm_fields[:-1])} and t_hbm_max together "
                              f"(given: {', '.join(hbm)})")
-        if self.hbm_power_fraction is not None and not self.hbm_power_fraction.si < 1:
-            raise ValueError("hbm_power_fraction must be below 1")
+        if hbm and not self.hbm_idle_power.si <= self.p_idle.si:
+            raise ValueError("hbm_idle_power must not exceed p_idle (the stacks' floor is part of the chip's idle)")
+        if hbm and not self.hbm_active_power.si < self.tdp.si - self.p_idle.si:
+            raise ValueError("hbm_active_power must be below tdp − p_idle (the dynamic power the chip has "
+                             "at its TDP)")
         if self.flow_ref.si <= 0:
             raise ValueError("flow_ref must be positive")
         return self

@@ -259,3 +259,69 @@ def clock_for_power(limit, u, t_die, chip, clock_min=0.0, steps=CLOCK_NEWTON_STE
         x = np.maximum(x - g / dg, 1e-6)
     f[over] = x
     return np.clip(f, clock_min, 1.0)
+
+
+def hbm_power_coefficients(p_idle, tdp, hbm_idle_power, hbm_active_power):
+    """Slope and offset of the HBM stacks' power as an affine function of the device's power.
+
+    Parameters
+    ----------
+    p_idle : ndarray
+        Measured whole-chip idle power [W] (the HBM floor is part of it).
+    tdp : ndarray
+        Rated power [W] (the HBM streams at full bandwidth there, see :func:`hbm_power`).
+    hbm_idle_power : ndarray
+        The stacks' floor: refresh, standby of the DRAM dies, base die and PHY [W].
+    hbm_active_power : ndarray
+        The stacks' power above the floor at full bandwidth: energy per bit moved × 8 ×
+        bandwidth [W].
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        s = dP_hbm/dP [1] and c = P_hbm at P = 0 [W], so that P_hbm = s·P + c.
+
+    Notes
+    -----
+    s = P_hbm,act / (TDP − P_idle),  c = P_hbm,idle − s · P_idle (see :func:`hbm_power`).
+    """
+    s = np.asarray(hbm_active_power, dtype=float) / (np.asarray(tdp, dtype=float) - p_idle)
+    return s, hbm_idle_power - s * p_idle
+
+
+def hbm_power(p, p_idle, tdp, hbm_idle_power, hbm_active_power, on=True):
+    """Power of an accelerator's HBM stacks (part of the device's power, on its HBM node).
+
+    Parameters
+    ----------
+    p : ndarray
+        Device (package) power [W].
+    p_idle, tdp, hbm_idle_power, hbm_active_power : ndarray
+        See :func:`hbm_power_coefficients` [W].
+    on : ndarray of bool, optional
+        Devices that are powered (a device without power draws nothing, its stacks neither).
+
+    Returns
+    -------
+    ndarray
+        HBM power [W] (the die takes P − P_hbm).
+
+    Notes
+    -----
+    DRAM power is a floor — refresh, the standby current of the DRAM dies, the base (logic)
+    die and the PHYs at both ends, drawn whenever the memory is powered — plus the energy of
+    the bits moved: E_bit · 8 · B_used (pJ per bit from the memory's generation; 3.9 pJ/bit for
+    HBM2, O'Connor et al., MICRO 2017, and for HBM3E as Samsung gives it). The twin carries no
+    memory traffic per device, so the bandwidth used follows the device's power above idle,
+    reaching the full bandwidth at the TDP::
+
+        B_used / B = (P − P_idle) / (TDP − P_idle)
+        P_hbm = P_hbm,idle + P_hbm,act · (P − P_idle) / (TDP − P_idle) = s · P + c
+
+    with P_hbm,act = E_bit · 8 · B. That is an upper bound on the traffic of compute-bound
+    work (training at TDP streams a fraction of the bandwidth) and right for memory-bound
+    decode, which draws most of its dynamic power moving bytes. Affine in P, so the split
+    folds into the sled's linear network (:class:`twin.thermal.network.SledGroup`).
+    """
+    s, c = hbm_power_coefficients(p_idle, tdp, hbm_idle_power, hbm_active_power)
+    return (s * np.asarray(p, dtype=float) + c) * np.asarray(on)

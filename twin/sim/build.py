@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from twin.cooling.hydraulics import held_branch_flow
-from twin.power.device import dynamic_power_full
+from twin.power.device import dynamic_power_full, hbm_power_coefficients
 from twin.scenario.layout import expand_cdus, expand_racks
 from twin.thermal.network import CONVECTION_FLOW_EXPONENT, SledGroup, volume_to_mass_flow_air, volume_to_mass_flow_water
 from twin.units import CP_WATER
@@ -337,12 +337,13 @@ def _sled_groups(catalog, kinds, sled_template, device_start, coolant=None) -> l
                                           exponent)["convection"]
             g_conv = np.where(slot_liquid, g_conv * factor, g_conv)
         # One HBM node per accelerator whose catalogue entry gives the HBM figures (its stacks
-        # lumped: the fraction, resistance and capacity are those of all its stacks together).
-        hbm = [j for j, c in enumerate(chips)
-               if c.hbm_power_fraction is not None and c.r_hbm is not None and c.c_hbm is not None]
+        # lumped: the power, resistance and capacity are those of all its stacks together).
+        hbm = [j for j, c in enumerate(chips) if getattr(c, "hbm_idle_power", None) is not None]
+        hbm_s, hbm_c = hbm_power_coefficients(*(np.array([getattr(chips[j], f).si for j in hbm]) for f in
+                                                ("p_idle", "tdp", "hbm_idle_power", "hbm_active_power")))
         groups.append(SledGroup(
             hbm_slot=np.array(hbm, dtype=np.int64),
-            hbm_fraction=np.array([chips[j].hbm_power_fraction.si for j in hbm]),
+            hbm_fraction=hbm_s, hbm_offset=hbm_c,
             g_hbm=np.array([1.0 / chips[j].r_hbm.si for j in hbm]),
             c_hbm=np.array([chips[j].c_hbm.si for j in hbm]),
             template=sname, sleds=idx, devices=dev, liquid=slot_liquid,

@@ -125,7 +125,7 @@ def _per_template(catalog) -> dict[str, tuple[int, int, int]]:
 
 def _hbm_templates(catalog) -> set[str]:
     """Rack and system templates with an accelerator that has an HBM node (``device.t_hbm``)."""
-    chips = {name for name, c in catalog.chips.items() if getattr(c, "hbm_power_fraction", None) is not None}
+    chips = {name for name, c in catalog.chips.items() if getattr(c, "hbm_idle_power", None) is not None}
     sleds = {name for name, s in catalog.sleds.items() if chips & set(s.devices)}
     racks = {name for name, r in catalog.racks.items() if sleds & set(r.sleds)}
     return racks | {name for name, s in catalog.systems.items() if racks & set(s.racks)}

@@ -190,8 +190,11 @@ class ExponentialIntegrator:
         return out[:, :m], out[:, m:]
 
     def steady_state(self, i: int, q: np.ndarray) -> np.ndarray:
-        """Steady node temperatures for constant heat input ``q`` (n, m) [W]: L T = q."""
+        """Steady node temperatures for constant heat input ``q`` (n, m) [W], its die rows the
+        power entering each package (split with the HBM nodes, :meth:`SledGroup.split`, as
+        :meth:`step` does): L T = split(q)."""
         blk = self.blocks[i]
+        q = blk.group.split(q)
         A = blk.A[blk.inverse] if not blk.shared else np.broadcast_to(blk.A, (q.shape[0],) + blk.A.shape[1:])
         # A node with no conductance at all (the coolant node of an air-only sled) is inert: pin
         # it at 0 so the system is regular; nothing reads it and it stores no changing heat.
@@ -248,10 +251,8 @@ class ReferenceIntegrator(ExponentialIntegrator):
         blk = self.blocks[i]
         if p is not None:
             q = q.copy()
-            if blk.group.h:
-                q += blk.group.heat_input(p)
-            else:
-                q[:, : p.shape[1]] += p
+            q[:, : p.shape[1]] += p
+        q = blk.group.split(q)  # (the die rows: power entering the package, as step folds it)
         n, m = T.shape
         g = np.concatenate([(q / blk.cap).ravel(), np.zeros(2 * n)])
         jac = blk.jac

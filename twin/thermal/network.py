@@ -6,8 +6,9 @@ Each sled is one block of the network, with nodes ordered::
 
 - die_j -(1/r_jc)- plate_j: junction to cold plate (liquid) or heat-sink base (air);
 - hbm_i -(1/r_hbm)- plate of its accelerator: the HBM stacks beside the die share its cold
-  plate and take a share of the package power; they have their own temperature limit, which
-  with warm water is often the one that binds;
+  plate and take their part of the package power, s·P + c (a floor plus the bits moved,
+  :func:`twin.power.device.hbm_power`); they have their own temperature limit, which with
+  warm water is often the one that binds;
 - plate_j -(G_conv)- coolant or air node, G_conv = (1/r_conv_ref)·(ṁ_j/ṁ_ref,j)^n_j with the
   exponent n_j of the plate (catalogue: laminar microchannel cold plates n ≈ 0.3–0.5, turbulent
   Dittus–Boelter 0.8);
@@ -55,7 +56,10 @@ class SledGroup:
     conv_exponent: np.ndarray | None = None
     #: (h,) slot (0..k-1) of the device each HBM node belongs to
     hbm_slot: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    hbm_fraction: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (h,) share of P [1]
+    #: (h,) s = dP_hbm/dP and c = P_hbm at P = 0 of each HBM node (P_hbm = s·P + c,
+    #: :func:`twin.power.device.hbm_power_coefficients`) [1], [W]
+    hbm_fraction: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    hbm_offset: np.ndarray = field(default_factory=lambda: np.zeros(0))
     g_hbm: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (h,) HBM–plate [W/K]
     c_hbm: np.ndarray = field(default_factory=lambda: np.zeros(0))  # (h,) [J/K]
 
@@ -109,8 +113,9 @@ class SledGroup:
         Returns
         -------
         ndarray, shape (n, m)
-            Heat into each node [W]: (1 − Σ f) P on the die, f P on each of its HBM nodes,
-            nothing on the other nodes (the caller adds boundary terms).
+            Heat into each node [W]: the part linear in P — (1 − Σ s) P on the die, s P on each
+            of its HBM nodes, nothing on the other nodes (the caller adds the HBM floor,
+            :meth:`heat_offset` through :meth:`split`, and the boundary terms).
         """
         p = np.asarray(p_devices, dtype=float)
         q = np.zeros(p.shape[:-1] + (self.m,))
@@ -120,6 +125,32 @@ class SledGroup:
             np.subtract.at(q, (Ellipsis, self.hbm_slot), share)
             q[..., self.hbm] = share
         return q
+
+    def heat_offset(self) -> np.ndarray:
+        """The constant part c of the HBM split of a powered sled, shape (m,) [W], written as
+        heat inputs ``q`` hold it: a die row of ``q`` is power entering the package, split
+        between the die and its HBM nodes as device power is (:meth:`split`), so −c/(1 − s) on
+        the die and c/(1 − s) on its HBM node put −c on the die and +c on the stacks (nothing
+        in all: the floor moves heat within the package). A sled whose rack has no power draws
+        nothing and takes none of it (RackThermal); a device tripped on its die temperature
+        keeps it while its rack is powered (its stacks warm by c·r_hbm and its die cools by
+        c·r_jc, a fraction of a kelvin, with no energy made or lost)."""
+        q = np.zeros(self.m)
+        if self.h:
+            x = self.hbm_offset / (1.0 - self.hbm_fraction)
+            np.subtract.at(q, self.hbm_slot, x)
+            q[self.hbm] = x
+        return q
+
+    def split(self, q) -> np.ndarray:
+        """Node heat from heat inputs ``q`` (…, m) [W] whose die rows hold the power entering
+        each package: those rows split between the die and its HBM nodes (:meth:`heat_input`),
+        the rest as given. The exponential integrator folds this split into its propagators."""
+        if not self.h:
+            return q
+        out = np.array(q, dtype=float)
+        out[..., : self.k] = 0.0
+        return out + self.heat_input(q[..., : self.k])
 
 
 def convection_conductance(g_ref, flow, flow_ref, exponent=CONVECTION_FLOW_EXPONENT):

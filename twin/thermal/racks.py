@@ -178,6 +178,8 @@ class RackThermal(Component):
             q[:, g.cool] = b[:, g.cool] * self.sled_supply[g.sleds]
             powered = self.rack_powered[sy.sled_rack[g.sleds]]
             q[:, g.air] = b[:, g.air] * self.t_cold_aisle + (sy.sled_overhead[g.sleds] + self.fan_power[g.sleds]) * powered
+            if g.h:  # the HBM stacks' floor, drawn while the rack has power
+                q += powered[:, None] * g.heat_offset()[None, :]
             self.q_base.append(q)
 
     def apply(self, action) -> bool:
@@ -199,10 +201,7 @@ class RackThermal(Component):
             p = power(self.t_die)
             for i, g in enumerate(self.sy.groups):
                 q = self.q_base[i].copy()
-                if g.h:
-                    q += g.heat_input(p[g.devices])
-                else:
-                    q[:, : g.k] += p[g.devices]
+                q[:, : g.k] += p[g.devices]  # (split with the HBM nodes by steady_state)
                 self.T[i] = self.integrator.steady_state(i, q)
                 self.t_die[g.devices] = self.T[i][:, : g.k]
         if self.hbm:

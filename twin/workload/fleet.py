@@ -336,8 +336,9 @@ def fleet_fidelity_rows(runs: dict | None = None) -> list[str]:
         f"or the mixed-exhaust air path holds the difference; Seren's p99 ({power.loc['p99', 'measured']:.0f} W) "
         "is an excursion above the 400 W limit, which a steady twin GPU does not hold |",
         "| GPU memory (HBM) temperature distribution, same fleet: the A100's HBM node (its five stacks lumped on "
-        "the heat-sink base with 12 % of the GPU's power through 0.1 K/W; catalogue estimates, nothing fitted on "
-        "Seren) | AcmeTrace Seren (CC-BY 4.0, shipped): "
+        "the heat-sink base through 0.1 K/W, drawing a 7.4 W floor at idle plus 3.9 pJ per bit moved, the "
+        "bandwidth used following the GPU's power above idle: 71 W at the 400 W TDP; catalogue estimates, "
+        "nothing fitted on Seren) | AcmeTrace Seren (CC-BY 4.0, shipped): "
         + ", ".join(f"{k} {memory.loc[k, 'measured']:.0f}" for k in q)
         + " °C | twin − measured: "
         + ", ".join(f"{k} {_signed(memory.loc[k, 'difference'])} K" for k in q)
@@ -347,8 +348,9 @@ def fleet_fidelity_rows(runs: dict | None = None) -> list[str]:
         "below it on every GPU (idle "
         f"{memory.loc['p10', 'twin']:.1f} against a die at {temp.loc['p10', 'twin']:.1f} °C), where Seren's "
         f"memory reads {memory.loc['p10', 'measured'] - temp.loc['p10', 'measured']:.0f} K above its dies at "
-        f"p10 and level with them at p99 ({memory.loc['p99', 'measured']:.0f} °C): idle stacks that warm "
-        "would need ~150 W through 0.1 K/W, so the memory is heated by something the twin does not couple "
+        f"p10 and level with them at p99 ({memory.loc['p99', 'measured']:.0f} °C): the idle stacks' floor "
+        "(refresh, standby, base die and PHYs, 7.4 W) lifts them 0.7 K over the heat-sink base; idle stacks "
+        "that warm would need ~150 W through 0.1 K/W, so the memory is heated by something the twin does not couple "
         "to it (the GPU die through the interposer, the board under the package, the pre-heated air "
         "downstream on the tray) or its sensor reads the hot base die; p50 meets Seren only through the power "
         "miss (the twin's median GPU draws 3.4 times Seren's). Next: a die–HBM conductance through the "
