@@ -109,7 +109,7 @@ class FusedLoop:
         self.hbm_node = np.ascontiguousarray(np.concatenate([[0]] + [g.hbm for g in groups])[1:], dtype=np.int64)
         self.hbm_slot = np.ascontiguousarray(np.concatenate([[0]] + [g.hbm_slot for g in groups])[1:], dtype=np.int64)
         self.hbm = bool(self.g_hbm[-1])
-        # every chunk's [T | p | q_cool, q_air] node by node (x, built by _propagators), and one
+        # every chunk's [T | p | q_hbm | q_cool, q_air] node by node (x, built by _propagators), and one
         # chunk's product with W (y)
         self.x = np.empty(0)
         self.y = np.empty((int(self.g_m.max()) + 2) * SLED_CHUNK)
@@ -122,9 +122,9 @@ class FusedLoop:
         """Every group's propagators W flattened, and the chunks of sleds formed together:
         consecutive sleds of a group with the same W, at most :data:`SLED_CHUNK`, each with its
         group, first sled, number of sleds, offset into W and into the inputs ``x``. Of each
-        W, the rows of the node temperatures, of the die nodes' heat input (device power) and
-        of the coolant and air nodes' (the boundaries): the rows the heat input is not zero on
-        (:func:`_sleds`)."""
+        W, the rows of the node temperatures, of the die nodes' heat input (device power), of
+        the HBM nodes' (the HBM floor's offset, moved from the die) and of the coolant and air
+        nodes' (the boundaries): the rows the heat input is not zero on (:func:`_sleds`)."""
         blocks = integrator.blocks
         if self._w[0] is not None and all(a is b for a, b in zip(self._w[0], blocks)):
             return self._w[1]
@@ -132,7 +132,7 @@ class FusedLoop:
         for blk in blocks:
             g = blk.group
             m = g.m
-            W = blk.W[:, np.r_[0: m + g.k, m + g.cool, m + g.air], :]
+            W = blk.W[:, np.r_[0: m + g.k, m + g.hbm, m + g.cool, m + g.air], :]
             size = W.shape[1] * W.shape[2]
             w.append(W.ravel())
             offsets.append(start + blk.inverse * size)
@@ -141,7 +141,7 @@ class FusedLoop:
         chunks, x0 = [], 0
         for g in range(len(blocks)):
             first, end = int(self.g_sled[g]), int(self.g_sled[g + 1])
-            rows = int(self.g_m[g] + self.g_kd[g] + 2)
+            rows = int(self.g_m[g] + self.g_kd[g] + self.g_hbm[g + 1] - self.g_hbm[g] + 2)
             cuts = np.flatnonzero(np.diff(w_off[first:end])) + 1 + first
             for a, b in zip(np.r_[first, cuts], np.r_[cuts, end]):
                 for i0 in range(a, b, SLED_CHUNK):
@@ -296,7 +296,7 @@ def _loop(U, watch, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, 
     for d in range(t_die.size):
         k = kind[d]
         e[d] = _dev.leak_factor(t_die[d], tab[k, 3], tab[k, 4])
-    _chunks_jit(True, g_kd, g_m, g_sled, g_t, c_g, c_i0, c_ns, c_x0, Q, T, x, y.size // (g_m.max() + 2))
+    _chunks_jit(True, g_kd, g_m, g_sled, g_t, g_hbm, hbm_node, c_g, c_i0, c_ns, c_x0, Q, T, x, y.size // (g_m.max() + 2))
     n = U.shape[0]
     for j in range(U.shape[0]):
         if j > 0:
@@ -316,24 +316,27 @@ def _loop(U, watch, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, 
         _govern_jit(j, U, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, clock_lim, off,
                     gov_trip, thermal, power, t_die, t_die_peak, e, t_die_out, throttled_out, clock_limit_out,
                     tripped_out)
-    _chunks_jit(False, g_kd, g_m, g_sled, g_t, c_g, c_i0, c_ns, c_x0, Q, T, x, y.size // (g_m.max() + 2))
+    _chunks_jit(False, g_kd, g_m, g_sled, g_t, g_hbm, hbm_node, c_g, c_i0, c_ns, c_x0, Q, T, x, y.size // (g_m.max() + 2))
     return n
 
 
-def _chunks(into, g_kd, g_m, g_sled, g_t, c_g, c_i0, c_ns, c_x0, Q, T, x, chunk):
+def _chunks(into, g_kd, g_m, g_sled, g_t, g_hbm, hbm_node, c_g, c_i0, c_ns, c_x0, Q, T, x, chunk):
     """The node temperatures ``T`` (sled by sled) into the chunks' inputs ``x`` (node by node,
-    ``chunk`` apart) with the coolant and air nodes' boundary heat ``Q``, which holds over the
-    block (``into``); or back from them."""
+    ``chunk`` apart) with the HBM nodes' heat (the floor's offset) and the coolant and air
+    nodes' boundary heat ``Q``, which hold over the block (``into``); or back from them."""
     for ci in range(c_g.size):
         g = c_g[ci]
         m, kd, x0 = g_m[g], g_kd[g], c_x0[ci]
         for s in range(c_ns[ci]):
             base = g_t[g] + (c_i0[ci] - g_sled[g] + s) * m
             if into:
+                nh = g_hbm[g + 1] - g_hbm[g]
                 for c in range(m):
                     x[x0 + c * chunk + s] = T[base + c]
-                x[x0 + (m + kd) * chunk + s] = Q[base + m - 2]
-                x[x0 + (m + kd + 1) * chunk + s] = Q[base + m - 1]
+                for c in range(nh):
+                    x[x0 + (m + kd + c) * chunk + s] = Q[base + hbm_node[g_hbm[g] + c]]
+                x[x0 + (m + kd + nh) * chunk + s] = Q[base + m - 2]
+                x[x0 + (m + kd + nh + 1) * chunk + s] = Q[base + m - 1]
             else:
                 for c in range(m):
                     T[base + c] = x[x0 + c * chunk + s]
@@ -390,9 +393,9 @@ def _sleds(j, g_kd, g_m, g_sled, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slo
     power enters on the die rows; the HBM nodes' share of it is folded into those rows of W,
     so nothing else changes for a sled with HBM nodes).
 
-    Of the heat input ``q`` only the die rows (device power) and the coolant and air nodes
-    (boundaries, ``Q``) are not zero: the product runs over the node temperatures and those
-    ``k + 2`` rows (W's rows of the other nodes are left out of ``W`` by
+    Of the heat input ``q`` only the die rows (device power), the HBM rows (the floor's offset,
+    ``Q``) and the coolant and air nodes (boundaries, ``Q``) are not zero: the product runs over
+    the node temperatures and those ``k + h + 2`` rows (W's rows of the other nodes are left out of ``W`` by
     :meth:`FusedLoop._propagators`). A left-out term is ``0 · w``, whose sum with the running
     total is that total: the same bits.
 
@@ -407,7 +410,7 @@ def _sleds(j, g_kd, g_m, g_sled, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slo
         g = c_g[ci]
         m, kd, x0, ns = g_m[g], g_kd[g], c_x0[ci], c_ns[ci]
         cols = m + 2
-        rows = m + kd + 2
+        rows = m + kd + g_hbm[g + 1] - g_hbm[g] + 2
         dev0 = g_dev[g] + (c_i0[ci] - g_sled[g]) * kd
         for s in range(ns):  # the device power node by node (unsigned indices: see chunk_product)
             for c in range(kd):

@@ -126,11 +126,15 @@ class _Block:
         W[:, m:, :m] = np.swapaxes(Phi, 1, 2) / self.cap[None, :, None]
         W[:, m:, m:] = np.swapaxes(Psi[:, fluid, :], 1, 2) / (self.cap[None, :, None] * h)
         if group.h:
-            # Device power enters on the die rows of [T | q]; the HBM nodes take their share f·P
+            # Device power enters on the die rows of [T | q]; the HBM nodes take their share s·P
             # of it (SledGroup.heat_input), folded into those rows: W_p = S W_q with S the (k, m)
-            # map from die power to node heat (no other input reaches the die nodes).
+            # map from die power to node heat (no other input reaches the die nodes). An HBM
+            # row of q is heat moved from the die to the stacks (the HBM floor's offset,
+            # SledGroup.heat_offset): its row is the stacks' less the die's (SledGroup.split).
             S = group.heat_input(np.eye(group.k))
-            W[:, m: m + group.k] = S @ W[:, m:]
+            raw = W[:, m:].copy()
+            W[:, m: m + group.k] = S @ raw
+            W[:, m + group.hbm] = raw[:, group.hbm] - raw[:, group.hbm_slot]
         self.W = W
         # Rows of each flow state (None: all sleds share state 0).
         self.rows = None if self.shared else [np.flatnonzero(self.inverse == j) for j in range(u)]

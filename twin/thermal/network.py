@@ -128,28 +128,27 @@ class SledGroup:
 
     def heat_offset(self) -> np.ndarray:
         """The constant part c of the HBM split of a powered sled, shape (m,) [W], written as
-        heat inputs ``q`` hold it: a die row of ``q`` is power entering the package, split
-        between the die and its HBM nodes as device power is (:meth:`split`), so −c/(1 − s) on
-        the die and c/(1 − s) on its HBM node put −c on the die and +c on the stacks (nothing
-        in all: the floor moves heat within the package). A sled whose rack has no power draws
-        nothing and takes none of it (RackThermal); a device tripped on its die temperature
-        keeps it while its rack is powered (its stacks warm by c·r_hbm and its die cools by
-        c·r_jc, a fraction of a kelvin, with no energy made or lost)."""
+        heat inputs ``q`` hold it: c on each HBM node's row, which :meth:`split` reads as heat
+        moved from the device's die to its stacks (+c on the stacks, −c on the die: nothing
+        in all). A sled whose rack has no power draws nothing and takes none of it
+        (RackThermal); a device tripped on its die temperature keeps it while its rack is
+        powered (its stacks warm by c·r_hbm and its die cools by c·r_jc, a fraction of a
+        kelvin, with no energy made or lost)."""
         q = np.zeros(self.m)
-        if self.h:
-            x = self.hbm_offset / (1.0 - self.hbm_fraction)
-            np.subtract.at(q, self.hbm_slot, x)
-            q[self.hbm] = x
+        q[self.hbm] = self.hbm_offset
         return q
 
     def split(self, q) -> np.ndarray:
-        """Node heat from heat inputs ``q`` (…, m) [W] whose die rows hold the power entering
-        each package: those rows split between the die and its HBM nodes (:meth:`heat_input`),
-        the rest as given. The exponential integrator folds this split into its propagators."""
+        """Node heat from heat inputs ``q`` (…, m) [W]: a die row holds the power entering the
+        package, shared between the die and its HBM nodes (:meth:`heat_input`); an HBM row
+        holds heat moved from the device's die to its stacks (:meth:`heat_offset`); the rest
+        as given. The exponential integrator folds this into its propagators."""
         if not self.h:
             return q
-        out = np.array(q, dtype=float)
+        q = np.asarray(q, dtype=float)
+        out = q.copy()
         out[..., : self.k] = 0.0
+        np.subtract.at(out, (Ellipsis, self.hbm_slot), q[..., self.hbm])
         return out + self.heat_input(q[..., : self.k])
 
 
