@@ -343,6 +343,17 @@ def _admit(A, nA, tau, c, n_arrived, n, B, kv, chunk, has_chunk, kv_cap, kv_limi
     ctr[0] = head + cut
 
 
+#: Rows of the per-replica work arrays of :func:`advance` (floats, integers, flags).
+_WORK_F, _WORK_I, _WORK_B = 18, 3, 3
+
+
+@jit
+def work_arrays(R):
+    """The per-replica work arrays :func:`advance` uses within a step (allocated once for the
+    steps of :func:`advance_steps`; their values do not carry from one step to the next)."""
+    return np.empty((_WORK_F, R)), np.empty((_WORK_I, R), dtype=np.int64), np.zeros((_WORK_B, R), dtype=np.bool_)
+
+
 @jit
 def advance(t0, t_end, n_arr_end, n, c, max_events, B, W, kv, chunk, t_pass, kv_cap, max_pf_tokens,
             params, layers, d_model, u_tensor, u_hbm, Rr, tau_tok, tau_flop, tau_sq, tau_coll,
@@ -356,12 +367,28 @@ def advance(t0, t_end, n_arr_end, n, c, max_events, B, W, kv, chunk, t_pass, kv_
     and the count of finished requests. Returns False when ``max_events`` events did not end the
     step (a scheduling bug).
     """
+    wf, wi, wb = work_arrays(c.size)
+    return _advance(t0, t_end, n_arr_end, n, c, max_events, B, W, kv, chunk, t_pass, kv_cap, max_pf_tokens,
+                    params, layers, d_model, u_tensor, u_hbm, Rr, tau_tok, tau_flop, tau_sq, tau_coll,
+                    flops_peak, hbm_bw, a_byte, a_seq, req, phase, kend, k0, ctx0, K, n_occ, n_dec, ctx_sum,
+                    kend_min, pf_left, pf_batch, pf_tokens, pf_act, kv_used, prefilling, arrival, prompt,
+                    output, admitted, first_token, done_t, replica, ctr, act, act_dec, tok_p, tok_o, wf, wi, wb)
+
+
+@jit
+def _advance(t0, t_end, n_arr_end, n, c, max_events, B, W, kv, chunk, t_pass, kv_cap, max_pf_tokens,
+            params, layers, d_model, u_tensor, u_hbm, Rr, tau_tok, tau_flop, tau_sq, tau_coll,
+            flops_peak, hbm_bw, a_byte, a_seq, req, phase, kend, k0, ctx0, K, n_occ, n_dec, ctx_sum,
+            kend_min, pf_left, pf_batch, pf_tokens, pf_act, kv_used, prefilling, arrival, prompt,
+            output, admitted, first_token, done_t, replica, ctr, act, act_dec, tok_p, tok_o, wf, wi, wb):
+    """:func:`advance` with its work arrays given (``wf``, ``wi``, ``wb``: :func:`work_arrays`)."""
     R = c.size
     has_chunk = not math.isnan(chunk)  # NaN: no chunked prefill
     kv_limited = math.isfinite(kv_cap)
-    tau = np.full(R, t0)
-    inv_c = np.empty(R)
-    inv_c0 = np.empty(R)
+    tau = wf[0]
+    tau[:] = t0
+    inv_c = wf[1]
+    inv_c0 = wf[2]
     for r in range(R):
         if c[r] > 0:
             inv_c[r] = 1.0 / c[r]
@@ -369,28 +396,33 @@ def advance(t0, t_end, n_arr_end, n, c, max_events, B, W, kv, chunk, t_pass, kv_
         else:
             inv_c[r] = np.inf
             inv_c0[r] = 0.0
-    A = np.arange(R)
+    A = wi[0]
+    for r in range(R):
+        A[r] = r
     nA = R
-    tA = np.empty(R)
-    rem = np.empty(R)
-    seg = np.empty(R)
-    pfm = np.zeros(R, dtype=np.bool_)
-    decm = np.zeros(R, dtype=np.bool_)
-    share = np.empty(R)
-    ctx = np.empty(R)
-    bdec = np.empty(R)  # decode batch sizes at the start of the event [1]
-    w_eff = np.empty(R)
-    rr = np.empty(R)
-    kstar = np.empty(R)
-    T_dec = np.empty(R)
-    md = np.zeros(R, dtype=np.bool_)
-    pr = np.empty(R)
-    pl = np.empty(R)
-    T_pf = np.empty(R)
-    new_tau = np.empty(R)
-    idx = np.empty(R, dtype=np.int64)
-    key = np.empty(R)
-    occ_i = np.empty(R, dtype=np.int64)
+    tA = wf[3]
+    rem = wf[4]
+    seg = wf[5]
+    pfm = wb[0]
+    decm = wb[1]
+    md = wb[2]
+    pfm[:] = False
+    decm[:] = False
+    md[:] = False
+    share = wf[6]
+    ctx = wf[7]
+    bdec = wf[8]  # decode batch sizes at the start of the event [1]
+    w_eff = wf[9]
+    rr = wf[10]
+    kstar = wf[11]
+    T_dec = wf[12]
+    pr = wf[13]
+    pl = wf[14]
+    T_pf = wf[15]
+    new_tau = wf[16]
+    idx = wi[1]
+    key = wf[17]
+    occ_i = wi[2]
     for _ in range(max_events):
         t_max = -np.inf
         for a in range(nA):
@@ -537,15 +569,16 @@ def advance_steps(t0, dt, n_steps, n, c, max_events, B, W, kv, chunk, t_pass, kv
     arrivals up to its end, the queue head and the finished count after it in ``n_arr``,
     ``heads``, ``n_done``. Returns the steps completed (< ``n_steps``: a scheduling bug)."""
     t = t0
+    wf, wi, wb = work_arrays(c.size)
     for s in range(n_steps):
         t_end = t + dt
         n_arr_end = np.searchsorted(arrival[:n], t_end, side="left")
-        ok = advance(t, t_end, n_arr_end, n, c, max_events, B, W, kv, chunk, t_pass, kv_cap,
+        ok = _advance(t, t_end, n_arr_end, n, c, max_events, B, W, kv, chunk, t_pass, kv_cap,
                      max_pf_tokens, params, layers, d_model, u_tensor, u_hbm, Rr, tau_tok, tau_flop,
                      tau_sq, tau_coll, flops_peak, hbm_bw, a_byte, a_seq, req, phase, kend, k0, ctx0,
                      K, n_occ, n_dec, ctx_sum, kend_min, pf_left, pf_batch, pf_tokens, pf_act, kv_used,
                      prefilling, arrival, prompt, output, admitted, first_token, done_t, replica, ctr,
-                     act[s], act_dec[s], tok_p[s], tok_o[s])
+                     act[s], act_dec[s], tok_p[s], tok_o[s], wf, wi, wb)
         if not ok:
             return s
         n_arr[s] = n_arr_end
