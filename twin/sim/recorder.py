@@ -205,6 +205,9 @@ class Recorder:
             if g.every > n_sub and g.every % n_sub == 0:  # several steps a sample: summed step by step
                 self._accumulate_block(g, n, self._block_rows(g, n, block, state, "sum"))
                 continue
+            if g.every == 1 and n_sub > 1:  # a sample each sub-step: the block's sub-steps in order
+                self._emit(g, self._substep_rows(g, n, block, state))
+                continue
             if g.every != n_sub:
                 for j in range(n):
                     view.j = j
@@ -219,6 +222,21 @@ class Recorder:
                     v = v[:, -1] if g.vars[i] in g.last_vars else v[:, 0] if n_sub == 1 else v.mean(axis=1)
                 rows[i] = v
             self._emit(g, rows)
+
+    def _substep_rows(self, g: _Group, n: int, block: dict, state) -> np.ndarray:
+        """The samples of a group recorded every sub-step over ``n`` steps, (variables, n ×
+        n_sub, entities): what :meth:`_add` gives step by step (the mean of one sub-step is its
+        value, to the bit; a value held over the step repeats)."""
+        n_sub = self.n_sub
+        rows = np.empty((g.n_vars, n, n_sub, g.n_entities))
+        for i, key in enumerate(g.keys):
+            v = block.get(key)
+            if v is None:  # the same every step
+                v = np.asarray(state[key])
+                rows[i] = v[None] if v.ndim == 2 else v
+            else:
+                rows[i] = v if v.ndim == 3 else v[:, None]
+        return rows.reshape(g.n_vars, n * n_sub, g.n_entities)
 
     def _block_rows(self, g: _Group, n: int, block: dict, state, how: str) -> np.ndarray:
         """:meth:`_Group.rows` of each of ``n`` steps, (variables, n, entities): ``block[key]``
