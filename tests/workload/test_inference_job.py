@@ -121,3 +121,36 @@ def test_trace_that_ends_before_the_run_is_a_warning(tmp_path):
                       "replica_size": 2, "model": {"params": 70e9}, "trace": str(trace)}]}
     _, tree = _run(scenario, over)
     assert "job d: its trace's last request arrives at 20 s of a 60 s run (no requests after)" in tree.attrs["warnings"]
+
+
+def test_serving_ahead_is_undone_when_the_block_is_not_taken():
+    """A pool serves a quiet block's steps ahead of the compiled loop (``JobSet.ahead``); when the
+    loop takes none of them (``finish(0, …)``) or a job after the pool has no demand ahead (here
+    the training gang, one chip slowed), the pool is put back exactly: the run then equals one
+    that never served ahead (tokens, progress and every request's times, to the bit)."""
+    from tests.sim.test_blocks import _mixed
+
+    over = _mixed("34 degC", "40 1/s", "0 s")
+    over["time"]["duration"] = "40 s"
+    over["jobs"] = [over["jobs"][1], over["jobs"][0], over["jobs"][2]]  # the pool before the gang
+    plain, tried = (Simulation(load_scenario(SCENARIOS / "mixed-hall.yaml", over), kernel="numpy") for _ in range(2))
+    for sim in (plain, tried):
+        sim.advance(5)
+    jobs, st = tried.jobs, tried.state
+    pool = jobs.jobs[0].kind_state.pool
+    t, done = pool.t, pool.n_completed  # (5 s as fifty 100 ms sub-steps added)
+    args = (tried.step_index, tried.h, 20, tried.n_sub)
+    u = np.zeros((20, tried.n_sub, tried.system.n_devices))
+    steps, watch, finish = jobs.ahead(*args, st["device.clock_limit"], st["device.tripped"], u)
+    assert steps == 20 and pool.t == pytest.approx(25.0) and pool.n_completed > done and u.any()
+    assert finish(0, None, None) is None and (pool.t, pool.n_completed) == (t, done)
+    slowed = st["device.clock_limit"].copy()
+    slowed[jobs.jobs[1].devices[0]] = 0.9
+    assert jobs.ahead(*args, slowed, st["device.tripped"], u) is None and (pool.t, pool.n_completed) == (t, done)
+    plain.run()
+    tried.run()
+    for a, b in zip(plain.jobs.jobs, tried.jobs.jobs):
+        assert (a.tokens, a.progress, a.energy) == (b.tokens, b.progress, b.energy), a.spec.name
+    pd.testing.assert_frame_equal(plain.jobs.jobs[0].kind_state.pool.request_table(), pool.request_table(),
+                                  check_exact=True)
+    assert pool.n_completed > 100
