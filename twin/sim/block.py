@@ -121,7 +121,8 @@ class QuietBlocks:
             return None
         # the compiled loop (a block whose jobs' demand cannot be written ahead: per step); it
         # takes each device's governors with its sled, so every device must be in one sled
-        in_sleds = np.bincount(np.concatenate([g.devices.ravel() for g in sim.system.groups]),
+        in_sleds = np.bincount(np.concatenate([np.zeros(0, dtype=np.int64)]
+                                              + [g.devices.ravel() for g in sim.system.groups]),
                                minlength=sim.system.n_devices)
         q._compile = getattr(sim, "block_kernel", "numpy") == "numba" and bool((in_sleds == 1).all())
         return q
