@@ -352,6 +352,26 @@ def _power(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit,
     margin)."""
     n_sub = U.shape[1]
     nr = fixed_rack.size
+    if n_sub == 1:  # (one sub-step, the usual case: each rack's running sum in a register)
+        for r in range(nr):
+            tot = fixed_rack[r]
+            for d in range(rack_dev[r], rack_dev[r + 1]):
+                clock_out[j, d] = clock_lim[d]
+                p = 0.0
+                if not off[d]:
+                    k = kind[d]
+                    floor, fa, idle = _dev.power_terms(clock_lim[d], e[d], tab[k, 0], tab[k, 1], tab[k, 2], tab[k, 5],
+                                                       tab[k, 7], tab[k, 8])
+                    p = _dev.device_power(U[j, 0, d], tab[k, 14] != 0.0, floor, fa, tab[k, 6], idle,
+                                          tab[k, 9] * tab[k, 13])
+                P[j, 0, d] = p
+                p_step[j, d] = p
+                tot += p
+            rack_p[r] = tot
+        for r in range(nr):
+            if rack_p[r] > rack_limit[r]:
+                return True
+        return False
     for s in range(n_sub):
         for r in range(nr):
             rack_p[s * nr + r] = fixed_rack[r]
@@ -390,8 +410,8 @@ def _sleds(j, g_kd, g_m, g_sled, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slo
     the chunks' inputs ``x``, the new die temperatures into ``t_die_out[j]`` (the governors
     take them from there), step-mean coolant and air temperatures into ``t_cool[j]``,
     ``t_air[j]``, the HBM nodes' temperatures into ``t_hbm[j]`` at their devices (the device
-    power enters on the die rows; the HBM nodes' share of it is folded into those rows of W,
-    so nothing else changes for a sled with HBM nodes).
+    power enters on the die rows, the HBM nodes' share of it folded into those rows of W; the
+    HBM floor's offset enters on the HBM rows, with the boundaries).
 
     Of the heat input ``q`` only the die rows (device power), the HBM rows (the floor's offset,
     ``Q``) and the coolant and air nodes (boundaries, ``Q``) are not zero: the product runs over
