@@ -119,6 +119,31 @@ def test_block_boundaries():
     assert quick.block_length(5000) == 5000
 
 
+@pytest.mark.parametrize("kernel", ["numpy", "numba"])
+def test_plant_updates_at_the_end_of_quiet_blocks(kernel):
+    """The plant's update step is the last step of a quiet block (its new outputs are the next
+    block's boundaries), not a step through every component: hall-1k's plant every 10 s takes
+    blocks of 10 steps, each ending on an update (steps 0, 10, 20, …), except around the pump
+    trip at 37 s (the event starts a block; its CDUs' supply pipes carry the change for a few
+    steps). The values are those of the single steps (test_blocks_are_the_single_steps:
+    hall-1k and the Frontier shape to the bit on the numpy loop; test_fused_loop_is_the_reference:
+    the compiled loop to 1e-11)."""
+    if kernel == "numba":
+        pytest.importorskip("numba")
+    path, over = CASES["hall-1k"]
+    sim = Simulation(load_scenario(SCENARIOS / path, over), kernel=kernel)
+    updates, blocks = [], []
+    multi, run = sim.schedule.step_multi, sim._quiet.run
+    sim.schedule.step_multi = lambda *a: updates.append(sim.schedule.steps_done) or multi(*a)
+    sim._quiet.run = lambda k, *a: blocks.append((sim.step_index, k)) or run(k, *a)
+    assert sim.quiet_length(1000) == 1  # the plant updates on the first step: a block of one
+    sim.run()
+    assert all(i % 10 == 0 for i in updates)
+    assert len(updates) >= 10, updates  # of the 12 updates (steps 0 … 110)
+    assert sim._quiet.steps > 100 and all(k <= 10 for _, k in blocks)
+    assert sum(1 for i, k in blocks if i % 10 == 1 and k == 10) >= 8
+
+
 #: Cases of the compiled quiet-block loop (twin.sim.fused) against the per-step numpy reference:
 #: the quickstart across its idle → swing change, the GB300 rack, the training swings' 1,152
 #: chips with their 0.5 Hz gang swing as open-loop rules at a 100 ms workload step (ten

@@ -20,10 +20,15 @@ which attributes each step's device power to the jobs that own the devices then:
 or finishing within a block changes the owners from that step on). Inference pools serve inside
 the jobs' demand, so they take the quiet path too.
 
-A multi-rate component (the facility plant's equipment, every ``plant.step``) ends blocks: the
-step on which it updates goes through every component (its new outputs are the next steps'
-boundaries), and in the block's other steps its outputs are held, so only the sums of its
-inputs advance (:meth:`~twin.sim.component.Schedule.accumulate`). A modelled power chain (UPS,
+A multi-rate component (the facility plant's equipment, every ``plant.step``) ends blocks: a
+block ends on the step on which it updates (:meth:`~twin.sim.driver.Simulation.quiet_length`;
+its new outputs are the next steps' boundaries, which no step of the block reads). In the
+block's other steps its outputs are held, so only the sums of its inputs advance
+(:meth:`~twin.sim.component.Schedule.accumulate`); on the last step it adds that step's inputs
+and steps on their means (:meth:`~twin.sim.component.Schedule.step_multi`) between the power
+chain's steps before it, which read its held outputs, and the chain's last step, which reads
+the new ones — the order of the per-step path. The recorder and the counters read its outputs
+per step (held, then the new values on the last step). A modelled power chain (UPS,
 transformers) is scalar work per step; it runs per step over the block's arrays after the loop.
 
 A step whose power shelves would trip on over-current ends the block before it (the trip feeds
@@ -91,6 +96,11 @@ class QuietBlocks:
         self._used = tuple(key for key in self.loop_keys if key in used)
         recorded = {key for g in sim.recorder.groups.values() for key in g.keys}
         self._recorded = tuple(key for key in self.loop_keys if key in used or key in recorded)
+        # the multi-rate components' outputs each step's values are kept of when they update on
+        # a block's last step: those recorded or counted (and all recorded ones for ``each``)
+        plant = [v for _, (c, _, _) in sim.schedule._multi.items() for v in c.outputs]
+        self._plant_all = tuple(v.key for v in plant if v.record or v.counter)
+        self._plant_keys = tuple(key for key in self._plant_all if key in recorded or key in sim._counters)
         self.steps = 0  # steps taken in quiet blocks so far
         #: Steps of one block at most (its (k, sub-steps, devices) arrays stay within ~16 MB each).
         self.max_steps = max(64, BLOCK_VALUES // (sim.n_sub * sim.system.n_devices))
@@ -116,6 +126,9 @@ class QuietBlocks:
             return None  # (equipment of a plant stepping every step: per step)
         if any(c.every != 1 for c in sim.components if c not in cooling):
             return None
+        late = {v.key for c in sim.components[len(names) - len(TAIL):] for v in c.outputs}
+        if any(key in late for _, sums, _ in sim.schedule._multi.values() for key in sums):
+            return None  # (a multi-rate component reading the chain or the governors: per step)
         q = cls(sim)
         if q.chips.sy is None or type(q.racks.integrator) is not ExponentialIntegrator:
             return None
@@ -237,19 +250,37 @@ class QuietBlocks:
         if self.cdu is not None:
             block.update(self.cdu.step_block(n, h, block["cdu.q_in"], st))
         view = _StepView(st, block)
-        if not self.chain.blocks:
-            block.update(self._chain_steps(n, view))
-        else:
-            p_cooling = block.get("facility.p_cooling")
-            if p_cooling is None:  # (held by a multi-rate cooling model)
-                p_cooling = np.broadcast_to(st["facility.p_cooling"], (n, 1))
-            block.update(self.chain.step_block(n, h, block["facility.p_it"], p_cooling, block["rack.p_loss"], st))
+        schedule = sim.schedule
+        # a multi-rate component (the plant) updating on the block's last step (the block ends
+        # there, :meth:`Simulation.quiet_length`): the power chain takes the steps before it
+        # with the plant's outputs held, the plant then steps on the last step's inputs, and the
+        # chain takes the last step on its new outputs, as the per-step path orders them
+        m = n - 1 if schedule.steps_before_update() == n - 1 else n
+        chain = self._chain(0, m, view, block) if m else {}
         # the multi-rate components' inputs: their sums advance, step by step (none updates)
-        sim.schedule.accumulate(n, lambda key, j: view.at(key, j))
+        schedule.accumulate(m, lambda key, j: view.at(key, j))
+        held = None
+        if m < n:
+            keys = self._plant_keys if each is None else self._plant_all
+            held = {key: st[key] for key in keys}
+            before = {key: np.array(v) for key, v in held.items()}  # (in case they change in place)
+            schedule.step_multi((sim.step_index + m) * h, lambda key: view.at(key, m), st, timing)
+            held = {key: st[key] for key in keys}  # the plant's new outputs
+            for key, v in held.items():  # each step's values: held, then the new ones on the last
+                new = np.asarray(v)
+                series = np.empty((n,) + new.shape, dtype=new.dtype)
+                series[:m] = before[key]
+                series[m] = new
+                block[key] = series
+            last = self._chain(m, n, view, block)
+            chain = {key: np.concatenate([chain[key], v]) for key, v in last.items()} if chain else last
+        block.update(chain)
         t_c = now()
         # the block's last values are the state, as after its last step
         for key, v in block.items():
             st[key] = v[n - 1]
+        if held is not None:  # (the plant's own arrays: it may compare them by identity)
+            st.update(held)
         st["device.t_die"] = self.racks.t_die
         # energy counters and the recorder, step by step in the order of the per-step path
         energy = tot.energy
@@ -402,13 +433,25 @@ class QuietBlocks:
             lost += x * h
         tot.demand_device_seconds, tot.lost_work_device_seconds = demand, lost
 
-    def _chain_steps(self, n, view) -> dict:
+    def _chain(self, j0: int, j1: int, view, block) -> dict:
+        """The power chain over the block's steps ``j0`` to ``j1`` (excluded): its outputs,
+        (j1 − j0, …) each. Its other inputs (the plant's cooling power and outdoor
+        temperature) are the state's, or the block's where it holds them."""
+        n, h, st = j1 - j0, self.sim.h, self.sim.state
+        if not self.chain.blocks:
+            return self._chain_steps(j0, j1, view)
+        p_cooling = block.get("facility.p_cooling")
+        p_cooling = (np.broadcast_to(st["facility.p_cooling"], (n, 1)) if p_cooling is None  # (held by a plant)
+                     else p_cooling[j0:j1])
+        return self.chain.step_block(n, h, block["facility.p_it"][j0:j1], p_cooling, block["rack.p_loss"][j0:j1], st)
+
+    def _chain_steps(self, j0, j1, view) -> dict:
         """The modelled power chain (scalar work: busway, UPS, transformers, the electrical
-        rooms) stepped per step over the block's values; its outputs, stacked."""
+        rooms) stepped per step over the block's steps ``j0`` to ``j1``; its outputs, stacked."""
         sim, chain = self.sim, self.chain
         h, i0 = sim.h, sim.step_index
         out = {}
-        for j in range(n):
+        for j in range(j0, j1):
             view.j = j
             writes = _Writes(view)
             chain.step((i0 + j) * h, h, writes)

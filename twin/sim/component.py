@@ -262,6 +262,36 @@ class Schedule:
         """A multi-rate component updates on the next thermal step."""
         return any(self._count % c.every == 0 for c, _, _ in self._multi.values())
 
+    def steps_before_update(self) -> int | None:
+        """Thermal steps from the next one before the first on which a multi-rate component
+        updates (0: it updates on the next step; None: every component steps every step)."""
+        if not self._multi:
+            return None
+        return min((-self._count) % c.every for c, _, _ in self._multi.values())
+
+    def step_multi(self, t: float, value, state: State, timing: dict | None = None) -> None:
+        """The multi-rate components' part of one thermal step starting at ``t`` [s], as
+        :meth:`step` takes it, the components that step every step having been taken
+        elsewhere: each adds the step's inputs (``value(key)``) to its sums and, on the
+        first step of its block, steps on their means (its outputs into ``state``)."""
+        h = self.h
+        self._count += 1
+        now = perf_counter
+        for c, sums, count in self._multi.values():
+            t0 = now()
+            for key in sums:
+                v = step_mean(value(key))
+                sums[key] = v.copy() if sums[key] is None else sums[key] + v
+            count[0] += 1
+            if (self._count - 1) % c.every == 0:  # the first step of a block
+                means = {key: s / count[0] for key, s in sums.items()}
+                for key in sums:
+                    sums[key] = None
+                count[0] = 0
+                c.step(t, c.every * h, _BlockView(state, means))
+            if timing is not None:
+                timing[c.phase] += now() - t0
+
     def accumulate(self, n: int, value) -> None:
         """Count ``n`` thermal steps on which no multi-rate component updates, adding each
         step's inputs to their sums as :meth:`step` does (``value(key, j)``: the value of

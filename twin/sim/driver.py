@@ -424,6 +424,22 @@ class Simulation:
         upd = self.schedule.steps_to_update()
         if upd is not None:
             k = min(k, upd)
+        return self._before_event(k)
+
+    def quiet_length(self, limit: int) -> int:
+        """Thermal steps from the next one (at most ``limit``, at least 1) that a quiet block
+        (:mod:`twin.sim.block`) may take: no event falls due in steps 2…k, and a multi-rate
+        component (the facility plant) updates on none of them but possibly the last (it then
+        steps at the block's end on the sums of its inputs, and its new outputs are the next
+        block's boundaries)."""
+        k = max(1, int(limit))
+        upd = self.schedule.steps_before_update()
+        if upd is not None:
+            k = min(k, upd + 1)
+        return self._before_event(k)
+
+    def _before_event(self, k: int) -> int:
+        """``k`` cut to end before the first step after the next on which an event falls due."""
         h, i = self.h, self.step_index
         first = self.events.first_after(i * h + h)  # (those due at the block's first step start it)
         if math.isfinite(first):
@@ -440,14 +456,16 @@ class Simulation:
         while n > 0:
             if self.events.first_time < self.step_index * self.h + self.h:
                 self._apply_events()
-            k = self.block_length(n)
-            if k > 1 and quiet is not None:
-                # a multi-rate component updating on this step: it through every component
-                # (its new outputs are the next steps' boundaries), the others quiet
-                if not self.schedule.updates_next() and quiet.ready():
+            if quiet is not None:
+                k = self.quiet_length(n)
+                # (a single step quiet only when the plant updates on it: otherwise the
+                # per-step path costs less)
+                if (k > 1 or self.schedule.updates_next()) and quiet.ready():
                     n -= quiet.run(k, record, each)
                     continue
                 k = 1  # not quiet now: one step through every component, then look again
+            else:
+                k = self.block_length(n)
             self._block(k, record, each)
             n -= k
 

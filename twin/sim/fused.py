@@ -51,10 +51,9 @@ no throttled device-second in their first minutes) and it keeps the kernel free 
 - power floors and ramp limits (chip power smoothing) are the identity while no job sets them;
   a job that does keeps its blocks per step.
 
-The facility plant's update step (every ``plant.step``) stays on the per-step path: taken as a
-one-step compiled block followed by the cooling and the power chain per step it cost more
-(a block's fixed cost, ~2 ms at hall-1k) than the per-step loop it replaced (measured: hall-1k
-10 min, 1.69–1.88 against 1.51–1.64 CPU-ms per step at load 14).
+The facility plant's update step (every ``plant.step``) is the last step of a quiet block
+(:mod:`twin.sim.block`): the loop takes it like any other, and the plant steps after the loop
+on the sums of its inputs.
 """
 
 from __future__ import annotations
