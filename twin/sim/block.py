@@ -53,6 +53,7 @@ from time import perf_counter
 
 import numpy as np
 
+from twin.sim.accounts import block_sums
 from twin.sim.component import step_mean
 from twin.workload.engine import BLOCK_VALUES
 
@@ -107,6 +108,7 @@ class QuietBlocks:
         #: The compiled loop (:mod:`twin.sim.fused`), or None for the per-step reference.
         self.fused = None
         self._compile = False  # build the compiled loop at the first block (numba loads then)
+        self._no_bins = np.zeros(sim.system.n_devices, dtype=np.int64)  # (no jobs: every device in bin 0)
 
     @classmethod
     def build(cls, sim):
@@ -376,19 +378,26 @@ class QuietBlocks:
                 finish(0, None, None)  # (the jobs as before: an inference pool served ahead)
             return 0
         P, thr, off = buf["device.p"][:n], buf["device.throttled"][:n], buf["device.tripped"][:n]
+        clock = buf["device.clock"][:n]
         self.demand.mark_used(U[:n])
         buf["sled.p_devices"][:n] = np.add.reduceat(P.reshape(-1, P.shape[-1]), sy.sled_device_start,
                                                     axis=1).reshape(n, P.shape[1], -1)
         buf["rack.psu_overload"][:n] = 0.0
         buf["rack.capped"][:n] = gov.rack_cap < 1.0
+        # what ChipPower, the governors and the job accounting add per step, in one compiled pass
+        # (twin.sim.accounts: the same sums in the same order, but the work lost's)
+        jobs = self.accounting.jobs if finish is not None else None
+        bins = jobs.owner_bins if jobs is not None else self._no_bins
+        sums = block_sums(U[:n], self.chips.compute, buf["device.p_step"][:n], buf["device.t_die"][:n], thr, off,
+                          off_before, clock, bins, len(jobs.jobs) + 1 if jobs is not None else 1)
         # the totals, added step by step as the components add them (Python floats: the same
         # IEEE additions as numpy's scalars, without their overhead)
         e = float(tot.e_device)
-        for p in buf["device.p_step"][:n].sum(axis=1).tolist():
+        for p in sums["e_step"].tolist():
             e += p * h
         tot.e_device = type(tot.e_device)(e)
-        tot.t_die_max = max(tot.t_die_max, buf["device.t_die"][:n].max())
-        n_thr = np.count_nonzero(thr, axis=1)
+        tot.t_die_max = max(tot.t_die_max, sums["t_die_max"])
+        n_thr = sums["n_throttled"]
         if n_thr.any():
             buf["rack.throttled"][:n] = (np.add.reduceat(np.add.reduceat(thr.astype(float), sy.sled_device_start,
                                                                          axis=1), sy.rack_sled_start, axis=1)
@@ -400,38 +409,31 @@ class QuietBlocks:
                 gov.first_throttle = (i0 + int(np.argmax(n_thr > 0))) * h
         else:  # (the zeros the sums would give, as Governors.step)
             buf["rack.throttled"][:n] = gov._no_rack_throttled
-        tripped = off.any(axis=1)
+        tripped = sums["tripped"]
         if tripped.any():
             gov.ever_tripped |= off.any(axis=0)
             if gov.first_trip == math.inf:
                 gov.first_trip = (i0 + int(np.argmax(tripped))) * h + h
             for _ in range(int(np.count_nonzero(tripped))):
                 tot.tripped_seconds += h
-        off_start = np.concatenate([off_before[None], off[:-1]])  # (each step's trips as it starts)
-        self._work(U[:n], buf["device.clock"][:n], off_start)
+        # the compute work ChipPower counts each step (demanded, and lost to clocks below 1 and
+        # devices off), added step by step
+        demand, lost = float(tot.demand_device_seconds), float(tot.lost_work_device_seconds)
+        for d, x in zip(sums["demand"].tolist(), sums["lost"].tolist()):
+            demand += d * h
+            lost += x * h
+        tot.demand_device_seconds, tot.lost_work_device_seconds = demand, lost
         if finish is not None:  # the jobs as after the n steps; their per-step outputs, and accounting
-            progress, rate, tokens, state = finish(n, buf["device.clock"][:n], off_start)
+            off_start = np.concatenate([off_before[None], off[:-1]])  # (each step's trips as it starts)
+            progress, rate, tokens, state = finish(n, clock, off_start)
             buf["job.progress"][:n], buf["job.throughput"][:n], buf["job.tokens"][:n] = progress, rate, tokens
             buf["job.state"][:n] = state
-            buf["job.p"][:n] = self.accounting.jobs.account_block(buf["device.p_step"][:n], h)
+            buf["job.p"][:n] = jobs.account_sums(sums["job_p"][:, 1:], h)
             if self.chips.smoothing:  # (no floor nor ramp: the smoothing is the identity)
                 self.chips.p_prev = P[n - 1, -1].copy()
         st["device.u"] = U[n - 1]
         st["device.repair"] = None
         return n
-
-    def _work(self, U, clock, off_start) -> None:
-        """The compute work ChipPower counts each step (demanded, and lost to clocks below 1
-        and devices off) over the compiled loop's steps, added step by step."""
-        tot, h, w = self.sim.totals, self.sim.h, self.chips.compute
-        uw = (U[:, 0] if U.shape[1] == 1 else U.mean(axis=1)) * w
-        on = ~off_start
-        eff = np.where(on, clock, 0.0)
-        demand, lost = float(tot.demand_device_seconds), float(tot.lost_work_device_seconds)
-        for d, x in zip(uw.sum(axis=1).tolist(), np.einsum("ij,ij->i", 1.0 - eff, uw).tolist()):
-            demand += d * h
-            lost += x * h
-        tot.demand_device_seconds, tot.lost_work_device_seconds = demand, lost
 
     def _chain(self, j0: int, j1: int, view, block) -> dict:
         """The power chain over the block's steps ``j0`` to ``j1`` (excluded): its outputs,

@@ -267,6 +267,16 @@ class JobSet:
         n, nb = p_mean.shape[0], len(self.jobs) + 1
         bins = self._ownership()[3][None, :] + nb * np.arange(n)[:, None]
         sums = np.bincount(bins.ravel(), weights=p_mean.ravel(), minlength=nb * n).reshape(n, nb)[:, 1:]
+        return self.account_sums(sums, h)
+
+    @property
+    def owner_bins(self) -> np.ndarray:
+        """Each device's job index + 1 (0: no job holds it), the bins of :meth:`account_block`."""
+        return self._ownership()[3]
+
+    def account_sums(self, sums: np.ndarray, h: float) -> np.ndarray:
+        """:meth:`account_block` from each step's device power already summed by job (steps,
+        jobs) [W], in device order; returns ``sums``."""
         for job in self.jobs:
             p = sums[:, job.index]
             job.power = p[-1]

@@ -1,0 +1,163 @@
+"""What the components add per step after the compiled quiet-block loop, in one compiled pass
+over the block's (steps, devices) arrays (numba, the ``fast`` extra).
+
+After :class:`twin.sim.fused.FusedLoop` has taken a block's steps, each step's totals are what
+:class:`~twin.power.chips.ChipPower`, :class:`~twin.power.chips.Governors` and
+:class:`~twin.workload.components.JobAccounting` add in the per-step path: the device energy
+Σ p·h, the compute work demanded Σ w·ū·h and lost Σ w·ū·(1 − f·on)·h, the hottest die, the
+throttled and tripped counts, and each job's power (device power summed by owner). In numpy
+these are a dozen passes over the (steps, devices) arrays with as many temporaries (at 47,360
+devices ~1 ms of CPU per step, a third of the compiled loop); :func:`block_sums` does them in
+one pass with no temporary of that size.
+
+Rounding: the sums over all devices (device power and demanded work) are numpy's pairwise
+summation, element for element (:func:`pairwise_sum`, the algorithm of numpy's ``add.reduce``
+on a contiguous float64 row: 8 accumulators over blocks of at most 128, halves split at a
+multiple of 8), so they equal ``p.sum()`` to the bit (tests/sim/test_accounts.py); each job's
+power is summed in device order, as ``bincount``. The work lost is summed pairwise too, where
+the per-step path takes a BLAS dot product (a few ulp apart, within the compiled loop's
+tolerance, tests/sim/test_blocks.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: numpy's pairwise summation: blocks of at most this many elements are summed with 8
+#: accumulators (numpy/_core/src/umath/loops_utils.h.src, PW_BLOCKSIZE).
+PW_BLOCKSIZE = 128
+
+
+def _leaf(a, lo, n):
+    """numpy's pairwise sum of a block of at most :data:`PW_BLOCKSIZE` elements."""
+    if n < 8:
+        res = -0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    end = n - n % 8
+    while i < end:
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+def pairwise_sum(a, lo, n):
+    """Σ a[lo : lo + n] in numpy's pairwise order (``np.add.reduce`` of a contiguous float64
+    array gives the same bits): a block of at most :data:`PW_BLOCKSIZE` by :func:`_leaf`, a
+    longer run as the sum of its halves (the first a multiple of 8 long). The halves are
+    walked with a stack (the compiled code is cached, which recursion does not allow)."""
+    if n <= PW_BLOCKSIZE:
+        return _leaf(a, lo, n)
+    nodes = np.empty((128, 3), dtype=np.int64)  # (start, length, halves summed?) to visit
+    values = np.empty(128)  # sums of the halves done, the right one on top
+    top, nv = 0, 0
+    nodes[0, 0], nodes[0, 1], nodes[0, 2] = lo, n, 0
+    top = 1
+    while top:
+        top -= 1
+        start, length, done = nodes[top, 0], nodes[top, 1], nodes[top, 2]
+        if done:
+            nv -= 1
+            values[nv - 1] = values[nv - 1] + values[nv]
+        elif length <= PW_BLOCKSIZE:
+            values[nv] = _leaf(a, start, length)
+            nv += 1
+        else:
+            n2 = length // 2
+            n2 -= n2 % 8
+            nodes[top, 0], nodes[top, 1], nodes[top, 2] = start, length, 1
+            nodes[top + 1, 0], nodes[top + 1, 1], nodes[top + 1, 2] = start + n2, length - n2, 0
+            nodes[top + 2, 0], nodes[top + 2, 1], nodes[top + 2, 2] = start, n2, 0
+            top += 3
+    return values[0]
+
+
+def _block_sums(U, w, p_step, t_die, throttled, off, off_before, clock, bins, uw, lost, job_p,
+                e_step, demand, lost_step, n_thr, tripped):
+    """Per step ``j`` of the block: Σ p_step[j] (``e_step``), Σ w·ū (``demand``), Σ w·ū·(1 −
+    f·on) (``lost_step``), the throttled count and whether some device is off after it, each
+    job's power (``job_p[j]``, by ``bins``: job index + 1, 0 for none); returns the hottest
+    die. ``uw`` and ``lost`` are scratch (devices,) arrays; ``off_before`` the trips the block
+    starts with (a step's work counts the trips it starts with)."""
+    k, n_sub, n = U.shape
+    t_max = -np.inf
+    for j in range(k):
+        for d in range(n):
+            u = U[j, 0, d]
+            if n_sub > 1:
+                for s in range(1, n_sub):
+                    u += U[j, s, d]
+                u = u / n_sub
+            x = u * w[d]
+            uw[d] = x
+            start_off = off_before[d] if j == 0 else off[j - 1, d]
+            lost[d] = (1.0 - (0.0 if start_off else clock[j, d])) * x
+        e_step[j] = pairwise_sum(p_step[j], 0, n)
+        demand[j] = pairwise_sum(uw, 0, n)
+        lost_step[j] = pairwise_sum(lost, 0, n)
+        c = 0
+        any_off = False
+        for b in range(job_p.shape[1]):
+            job_p[j, b] = 0.0
+        for d in range(n):
+            job_p[j, bins[d]] += p_step[j, d]
+            if throttled[j, d]:
+                c += 1
+            if off[j, d]:
+                any_off = True
+            if t_die[j, d] > t_max:
+                t_max = t_die[j, d]
+        n_thr[j] = c
+        tripped[j] = any_off
+    return t_max
+
+
+_COMPILED = None
+
+
+def compiled():
+    """The compiled pass (compiled, or loaded from numba's cache, on first use)."""
+    global _COMPILED, _leaf, pairwise_sum
+    if _COMPILED is None:
+        import numba
+
+        jit = numba.njit(cache=True, nogil=True)
+        _leaf = jit(_leaf)
+        pairwise_sum = jit(pairwise_sum)
+        _COMPILED = jit(_block_sums)
+    return _COMPILED
+
+
+def block_sums(U, w, p_step, t_die, throttled, off, off_before, clock, bins, n_bins):
+    """The per-step totals of a compiled block's ``k`` steps (see :func:`_block_sums`).
+
+    Returns
+    -------
+    dict
+        ``e_step``, ``demand``, ``lost`` (k,) each [W, device]; ``n_throttled`` (k,) int;
+        ``tripped`` (k,) bool; ``job_p`` (k, n_bins) [W] (bin 0: devices no job holds);
+        ``t_die_max`` [degC].
+    """
+    k, n = p_step.shape
+    out = {"e_step": np.empty(k), "demand": np.empty(k), "lost": np.empty(k),
+           "n_throttled": np.empty(k, dtype=np.int64), "tripped": np.empty(k, dtype=np.bool_),
+           "job_p": np.empty((k, n_bins))}
+    out["t_die_max"] = compiled()(U, w, p_step, t_die, throttled, off, off_before, clock, bins, np.empty(n),
+                                  np.empty(n), out["job_p"], out["e_step"], out["demand"], out["lost"],
+                                  out["n_throttled"], out["tripped"])
+    return out
