@@ -321,16 +321,17 @@ class PowerChain(Component):
         return {"p_facility": p_util + l_tr, "busway": l_bus, "ups": l_ups, "transformer": l_tr,
                 "room": p_room, "q_room": q_out}
 
-    def step_block(self, k: int, dt: float, p_it_sub, p_cooling, p_loss, state) -> dict:
+    def step_block(self, k: int, dt: float, p_it_sub, p_cooling, p_loss, state, t_outdoor=None) -> dict:
         """:meth:`step` for ``k`` steps at once while :attr:`blocks` (a quiet block,
         :mod:`twin.sim.block`): ``p_it_sub`` (k, sub-steps, 1), ``p_cooling`` (k, 1) and the
-        racks' shelf losses ``p_loss`` (k, racks) of each step; same operations, same order,
-        same bits as :meth:`step`."""
+        racks' shelf losses ``p_loss`` (k, racks) of each step, and the outdoor temperature
+        ``t_outdoor`` (k,) of each step [degC] when it changes within the block (else the
+        state's); same operations, same order, same bits as :meth:`step`."""
         if not self.blocks:
             raise ValueError("PowerChain.step_block: the chain steps per step now (on battery, "
                              "recharging or with module management)")
         if self.modelled:
-            return self._step_block_modelled(k, dt, p_it_sub, p_cooling, p_loss, state)
+            return self._step_block_modelled(k, dt, p_it_sub, p_cooling, p_loss, state, t_outdoor)
         p_it = p_it_sub[:, 0, 0] if p_it_sub.shape[1] == 1 else p_it_sub.mean(axis=1)[:, 0]
         over_it = (p_it + p_cooling[:, 0]) - p_it
         tot = self.totals
@@ -342,9 +343,11 @@ class PowerChain(Component):
                     tot.p_facility_over_limit_seconds += dt
         return {"facility.p_facility": p_facility, "facility.p_loss": p_loss.sum(axis=1)[:, None] + 0.0}
 
-    def _step_block_modelled(self, k, dt, p_it_sub, p_cooling, p_loss, state) -> dict:
+    def _step_block_modelled(self, k, dt, p_it_sub, p_cooling, p_loss, state, t_outdoor=None) -> dict:
         p_it = np.array([step_mean(p)[0] for p in p_it_sub])
         t_out = float(state["facility.t_outdoor"][0]) if "facility.t_outdoor" in self.inputs else T_OUTDOOR_DEFAULT
+        if t_outdoor is not None and "facility.t_outdoor" in self.inputs:
+            t_out = np.asarray(t_outdoor, dtype=float)
         d = self._delivery_block(p_it, p_cooling[:, 0], t_out)
         over_it = d["p_facility"] - p_it
         p_facility = p_it_sub + over_it[:, None, None]

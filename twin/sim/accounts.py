@@ -16,7 +16,8 @@ on a contiguous float64 row: 8 accumulators over blocks of at most 128, halves s
 multiple of 8), so they equal ``p.sum()`` to the bit (tests/sim/test_accounts.py); each job's
 power is summed in device order, as ``bincount``. The work lost is summed pairwise too, where
 the per-step path takes a BLAS dot product (a few ulp apart, within the compiled loop's
-tolerance, tests/sim/test_blocks.py).
+tolerance, tests/sim/test_blocks.py). The sleds' device power (:func:`sled_sums`) is summed as
+``np.add.reduceat`` sums a segment: its first element plus the pairwise sum of the rest.
 """
 
 from __future__ import annotations
@@ -87,6 +88,21 @@ def pairwise_sum(a, lo, n):
     return values[0]
 
 
+def _sled_sums(P, starts, out):
+    """Each sled's device power per step and sub-step, ``out[j, s, i]`` = Σ P[j, s, devices of
+    sled i] (the devices of sled i from ``starts[i]`` to the next start), in the order of
+    ``np.add.reduceat``: the first device, plus the pairwise sum of the others."""
+    k, n_sub, n = P.shape
+    m = starts.size
+    for j in range(k):
+        for s in range(n_sub):
+            row = P[j, s]
+            for i in range(m):
+                a = starts[i]
+                b = starts[i + 1] if i + 1 < m else n
+                out[j, s, i] = row[a] if b - a == 1 else row[a] + pairwise_sum(row, a + 1, b - a - 1)
+
+
 def _block_sums(U, w, p_step, t_die, throttled, off, off_before, clock, bins, uw, lost, job_p,
                 e_step, demand, lost_step, n_thr, tripped):
     """Per step ``j`` of the block: Σ p_step[j] (``e_step``), Σ w·ū (``demand``), Σ w·ū·(1 −
@@ -132,15 +148,27 @@ _COMPILED = None
 
 def compiled():
     """The compiled pass (compiled, or loaded from numba's cache, on first use)."""
-    global _COMPILED, _leaf, pairwise_sum
+    global _COMPILED, _SLEDS, _leaf, pairwise_sum
     if _COMPILED is None:
         import numba
 
         jit = numba.njit(cache=True, nogil=True)
         _leaf = jit(_leaf)
         pairwise_sum = jit(pairwise_sum)
+        _SLEDS = jit(_sled_sums)
         _COMPILED = jit(_block_sums)
     return _COMPILED
+
+
+_SLEDS = None
+
+
+def sled_sums(P, starts, out) -> None:
+    """``np.add.reduceat(P, starts, axis=-1)`` of the block's device power (k, sub-steps,
+    devices) into ``out`` (k, sub-steps, sleds), to the bit, in one compiled pass (every sled
+    has a device: ``starts`` strictly increasing)."""
+    compiled()
+    _SLEDS(P, starts, out)
 
 
 def block_sums(U, w, p_step, t_die, throttled, off, off_before, clock, bins, n_bins):

@@ -25,10 +25,10 @@ block ends on the step on which it updates (:meth:`~twin.sim.driver.Simulation.q
 its new outputs are the next steps' boundaries, which no step of the block reads). In the
 block's other steps its outputs are held, so only the sums of its inputs advance
 (:meth:`~twin.sim.component.Schedule.accumulate`); on the last step it adds that step's inputs
-and steps on their means (:meth:`~twin.sim.component.Schedule.step_multi`) between the power
-chain's steps before it, which read its held outputs, and the chain's last step, which reads
-the new ones — the order of the per-step path. The recorder and the counters read its outputs
-per step (held, then the new values on the last step). A modelled power chain (UPS,
+and steps on their means (:meth:`~twin.sim.component.Schedule.step_multi`). The power chain,
+the counters and the recorder then read its outputs per step — held, then the new values on
+the last step — as in the per-step path (the plant reads nothing the chain or the governors
+write, so it may step before the chain takes the block). A modelled power chain (UPS,
 transformers) is scalar work per step; it runs per step over the block's arrays after the loop.
 
 A step whose power shelves would trip on over-current ends the block before it (the trip feeds
@@ -53,7 +53,7 @@ from time import perf_counter
 
 import numpy as np
 
-from twin.sim.accounts import block_sums
+from twin.sim.accounts import block_sums, sled_sums
 from twin.sim.component import step_mean
 from twin.workload.engine import BLOCK_VALUES
 
@@ -101,7 +101,9 @@ class QuietBlocks:
         # a block's last step: those recorded or counted (and all recorded ones for ``each``)
         plant = [v for _, (c, _, _) in sim.schedule._multi.items() for v in c.outputs]
         self._plant_all = tuple(v.key for v in plant if v.record or v.counter)
-        self._plant_keys = tuple(key for key in self._plant_all if key in recorded or key in sim._counters)
+        chain_in = set(self.chain.inputs)
+        self._plant_keys = tuple(key for key in self._plant_all
+                                 if key in recorded or key in sim._counters or key in chain_in)
         self.steps = 0  # steps taken in quiet blocks so far
         #: Steps of one block at most (its (k, sub-steps, devices) arrays stay within ~16 MB each).
         self.max_steps = max(64, BLOCK_VALUES // (sim.n_sub * sim.system.n_devices))
@@ -109,6 +111,9 @@ class QuietBlocks:
         self.fused = None
         self._compile = False  # build the compiled loop at the first block (numba loads then)
         self._no_bins = np.zeros(sim.system.n_devices, dtype=np.int64)  # (no jobs: every device in bin 0)
+        starts = np.ascontiguousarray(sim.system.sled_device_start, dtype=np.int64)
+        ok = starts.size and starts[0] == 0 and (np.diff(starts) > 0).all() and starts[-1] < sim.system.n_devices
+        self._sled_starts = starts if ok else None  # (a sled without devices: numpy's reduceat)
 
     @classmethod
     def build(cls, sim):
@@ -253,30 +258,35 @@ class QuietBlocks:
             block.update(self.cdu.step_block(n, h, block["cdu.q_in"], st))
         view = _StepView(st, block)
         schedule = sim.schedule
-        # a multi-rate component (the plant) updating on the block's last step (the block ends
-        # there, :meth:`Simulation.quiet_length`): the power chain takes the steps before it
-        # with the plant's outputs held, the plant then steps on the last step's inputs, and the
-        # chain takes the last step on its new outputs, as the per-step path orders them
-        m = n - 1 if schedule.steps_before_update() == n - 1 else n
-        chain = self._chain(0, m, view, block) if m else {}
-        # the multi-rate components' inputs: their sums advance, step by step (none updates)
-        schedule.accumulate(m, lambda key, j: view.at(key, j))
         held = None
-        if m < n:
+        if schedule.steps_before_update() == n - 1:
+            # a multi-rate component (the plant) updates on the block's last step (the block
+            # ends there, Simulation.quiet_length): its inputs' sums advance over the steps
+            # before it, it adds the last step's and steps on their means; each step's values
+            # of its outputs are then held ones, and the new ones on the last step, which the
+            # power chain, the counters and the recorder read (the per-step path's values)
+            schedule.accumulate(n - 1, lambda key, j: view.at(key, j))
             keys = self._plant_keys if each is None else self._plant_all
-            held = {key: st[key] for key in keys}
-            before = {key: np.array(v) for key, v in held.items()}  # (in case they change in place)
-            schedule.step_multi((sim.step_index + m) * h, lambda key: view.at(key, m), st, timing)
+            before = {key: np.array(st[key]) for key in keys}  # (copies: they may change in place)
+            schedule.step_multi((sim.step_index + n - 1) * h, lambda key: view.at(key, n - 1), st, timing)
             held = {key: st[key] for key in keys}  # the plant's new outputs
-            for key, v in held.items():  # each step's values: held, then the new ones on the last
+            for key, v in held.items():
                 new = np.asarray(v)
                 series = np.empty((n,) + new.shape, dtype=new.dtype)
-                series[:m] = before[key]
-                series[m] = new
+                series[: n - 1] = before[key]
+                series[n - 1] = new
                 block[key] = series
-            last = self._chain(m, n, view, block)
-            chain = {key: np.concatenate([chain[key], v]) for key, v in last.items()} if chain else last
-        block.update(chain)
+        else:  # the multi-rate components' inputs: their sums advance, step by step (none updates)
+            schedule.accumulate(n, lambda key, j: view.at(key, j))
+        if not self.chain.blocks:
+            block.update(self._chain_steps(n, view))
+        else:
+            p_cooling = block.get("facility.p_cooling")
+            if p_cooling is None:  # (held by a multi-rate cooling model)
+                p_cooling = np.broadcast_to(st["facility.p_cooling"], (n, 1))
+            t_out = block.get("facility.t_outdoor") if held is not None else None
+            block.update(self.chain.step_block(n, h, block["facility.p_it"], p_cooling, block["rack.p_loss"], st,
+                                               None if t_out is None else t_out[:, 0]))
         t_c = now()
         # the block's last values are the state, as after its last step
         for key, v in block.items():
@@ -380,8 +390,11 @@ class QuietBlocks:
         P, thr, off = buf["device.p"][:n], buf["device.throttled"][:n], buf["device.tripped"][:n]
         clock = buf["device.clock"][:n]
         self.demand.mark_used(U[:n])
-        buf["sled.p_devices"][:n] = np.add.reduceat(P.reshape(-1, P.shape[-1]), sy.sled_device_start,
-                                                    axis=1).reshape(n, P.shape[1], -1)
+        if self._sled_starts is not None:  # (np.add.reduceat's sums, compiled)
+            sled_sums(P, self._sled_starts, buf["sled.p_devices"][:n])
+        else:
+            buf["sled.p_devices"][:n] = np.add.reduceat(P.reshape(-1, P.shape[-1]), sy.sled_device_start,
+                                                        axis=1).reshape(n, P.shape[1], -1)
         buf["rack.psu_overload"][:n] = 0.0
         buf["rack.capped"][:n] = gov.rack_cap < 1.0
         # what ChipPower, the governors and the job accounting add per step, in one compiled pass
@@ -435,25 +448,13 @@ class QuietBlocks:
         st["device.repair"] = None
         return n
 
-    def _chain(self, j0: int, j1: int, view, block) -> dict:
-        """The power chain over the block's steps ``j0`` to ``j1`` (excluded): its outputs,
-        (j1 − j0, …) each. Its other inputs (the plant's cooling power and outdoor
-        temperature) are the state's, or the block's where it holds them."""
-        n, h, st = j1 - j0, self.sim.h, self.sim.state
-        if not self.chain.blocks:
-            return self._chain_steps(j0, j1, view)
-        p_cooling = block.get("facility.p_cooling")
-        p_cooling = (np.broadcast_to(st["facility.p_cooling"], (n, 1)) if p_cooling is None  # (held by a plant)
-                     else p_cooling[j0:j1])
-        return self.chain.step_block(n, h, block["facility.p_it"][j0:j1], p_cooling, block["rack.p_loss"][j0:j1], st)
-
-    def _chain_steps(self, j0, j1, view) -> dict:
+    def _chain_steps(self, n, view) -> dict:
         """The modelled power chain (scalar work: busway, UPS, transformers, the electrical
-        rooms) stepped per step over the block's steps ``j0`` to ``j1``; its outputs, stacked."""
+        rooms) stepped per step over the block's values; its outputs, stacked."""
         sim, chain = self.sim, self.chain
         h, i0 = sim.h, sim.step_index
         out = {}
-        for j in range(j0, j1):
+        for j in range(n):
             view.j = j
             writes = _Writes(view)
             chain.step((i0 + j) * h, h, writes)
