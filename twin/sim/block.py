@@ -257,27 +257,7 @@ class QuietBlocks:
         if self.cdu is not None:
             block.update(self.cdu.step_block(n, h, block["cdu.q_in"], st))
         view = _StepView(st, block)
-        schedule = sim.schedule
-        held = None
-        if schedule.steps_before_update() == n - 1:
-            # a multi-rate component (the plant) updates on the block's last step (the block
-            # ends there, Simulation.quiet_length): its inputs' sums advance over the steps
-            # before it, it adds the last step's and steps on their means; each step's values
-            # of its outputs are then held ones, and the new ones on the last step, which the
-            # power chain, the counters and the recorder read (the per-step path's values)
-            schedule.accumulate(n - 1, lambda key, j: view.at(key, j))
-            keys = self._plant_keys if each is None else self._plant_all
-            before = {key: np.array(st[key]) for key in keys}  # (copies: they may change in place)
-            schedule.step_multi((sim.step_index + n - 1) * h, lambda key: view.at(key, n - 1), st, timing)
-            held = {key: st[key] for key in keys}  # the plant's new outputs
-            for key, v in held.items():
-                new = np.asarray(v)
-                series = np.empty((n,) + new.shape, dtype=new.dtype)
-                series[: n - 1] = before[key]
-                series[n - 1] = new
-                block[key] = series
-        else:  # the multi-rate components' inputs: their sums advance, step by step (none updates)
-            schedule.accumulate(n, lambda key, j: view.at(key, j))
+        held = self._multi_rate(n, each, block, view)
         if not self.chain.blocks:
             block.update(self._chain_steps(n, view))
         else:
@@ -447,6 +427,32 @@ class QuietBlocks:
         st["device.u"] = U[n - 1]
         st["device.repair"] = None
         return n
+
+    def _multi_rate(self, n, each, block, view):
+        """The multi-rate components (the plant) over the block's ``n`` steps: their inputs'
+        sums advance step by step; when one updates on the block's last step (the block ends
+        there, :meth:`~twin.sim.driver.Simulation.quiet_length`) it adds that step's inputs and
+        steps on their means, and each step's values of its outputs go into ``block`` — the
+        held ones, then the new ones on the last step, which the power chain, the counters
+        and the recorder read (the per-step path's values). Returns the new outputs (None
+        without an update)."""
+        sim = self.sim
+        st, schedule = sim.state, sim.schedule
+        if schedule.steps_before_update() != n - 1:  # (none updates)
+            schedule.accumulate(n, lambda key, j: view.at(key, j))
+            return None
+        schedule.accumulate(n - 1, lambda key, j: view.at(key, j))
+        keys = self._plant_keys if each is None else self._plant_all
+        before = {key: np.array(st[key]) for key in keys}  # (copies: they may change in place)
+        schedule.step_multi((sim.step_index + n - 1) * sim.h, lambda key: view.at(key, n - 1), st, sim.timing)
+        held = {key: st[key] for key in keys}  # the plant's new outputs
+        for key, v in held.items():
+            new = np.asarray(v)
+            series = np.empty((n,) + new.shape, dtype=new.dtype)
+            series[: n - 1] = before[key]
+            series[n - 1] = new
+            block[key] = series
+        return held
 
     def _chain_steps(self, n, view) -> dict:
         """The modelled power chain (scalar work: busway, UPS, transformers, the electrical
