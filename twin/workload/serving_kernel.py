@@ -170,10 +170,11 @@ def _stable_order(primary, secondary):
 def _admit(A, nA, tau, c, n_arrived, n, B, kv, chunk, has_chunk, kv_cap, kv_limited, max_pf_tokens,
            params, layers, d_model, u_tensor, u_hbm, W, t_pass, Rr, tau_flop, tau_sq, tau_coll,
            flops_peak, hbm_bw, req, phase, n_occ, kv_used, pf_left, pf_batch, pf_tokens, pf_act,
-           prefilling, arrival, prompt, output, admitted, replica, ctr):
-    """Move queued requests into free slots of ready replicas (``InferencePool._admit``)."""
+           prefilling, arrival, prompt, output, admitted, replica, ctr, ai, af, ab):
+    """Move queued requests into free slots of ready replicas (``InferencePool._admit``);
+    ``ai``, ``af``, ``ab``: work arrays (:func:`work_arrays`)."""
     head = ctr[0]
-    el = np.empty(nA, dtype=np.int64)
+    el = ai[0, :nA]
     ne = 0
     t_min = np.inf
     for a in range(nA):
@@ -188,8 +189,8 @@ def _admit(A, nA, tau, c, n_arrived, n, B, kv, chunk, has_chunk, kv_cap, kv_limi
     if ne == 0:
         return
     el = el[:ne]
-    t_el = np.empty(ne)
-    occ = np.empty(ne, dtype=np.int64)
+    t_el = af[0, :ne]
+    occ = ai[1, :ne]
     for e in range(ne):
         t_el[e] = tau[el[e]]
         occ[e] = n_occ[el[e]]
@@ -209,8 +210,8 @@ def _admit(A, nA, tau, c, n_arrived, n, B, kv, chunk, has_chunk, kv_cap, kv_limi
     ns_max = 0
     for e in range(ne):
         ns_max += min(B - occ[e], rounds)
-    sk = np.empty(ns_max, dtype=np.int64)
-    si = np.empty(ns_max, dtype=np.int64)
+    sk = ai[2, :ns_max]
+    si = ai[3, :ns_max]
     ns = 0
     g0 = 0
     while g0 < ne:
@@ -224,12 +225,12 @@ def _admit(A, nA, tau, c, n_arrived, n, B, kv, chunk, has_chunk, kv_cap, kv_limi
                     si[ns] = i
                     ns += 1
         g0 = g1
-    t_slot = np.empty(ns)
+    t_slot = af[1, :ns]
     for q in range(ns):
         t_slot[q] = t_el[si[q]]
     # Request n takes the first slot after request n − 1's whose time is ≥ its arrival (q_n):
     # p_n = n + max over n' ≤ n of (q_n' − n').
-    p = np.empty(m, dtype=np.int64)
+    p = ai[4, :min(m, ns)]  # (p_n ≥ n: the requests that find a slot are fewer than the slots)
     take = 0
     run = 0
     for nn in range(m):
@@ -242,9 +243,9 @@ def _admit(A, nA, tau, c, n_arrived, n, B, kv, chunk, has_chunk, kv_cap, kv_limi
         take += 1
     if take == 0:
         return
-    k_t = np.empty(take, dtype=np.int64)
-    i_t = np.empty(take, dtype=np.int64)
-    fits = np.empty(take, dtype=np.bool_)
+    k_t = ai[5, :take]
+    i_t = ai[6, :take]
+    fits = ab[:take]
     kmax = 0
     for q in range(take):
         k_t[q] = sk[p[q]]
@@ -256,8 +257,9 @@ def _admit(A, nA, tau, c, n_arrived, n, B, kv, chunk, has_chunk, kv_cap, kv_limi
     if kmax > 0 or kv_limited:
         # Running sums per replica in admission order, as the reference forms them: a cumulative
         # sum over the requests sorted by replica less its value before each replica's first.
-        s_ord = np.empty(take, dtype=np.int64)  # by replica, in admission order (a stable
-        first = np.zeros(ne + 1, dtype=np.int64)  # counting sort of i_t, which is < ne)
+        s_ord = ai[7, :take]  # by replica, in admission order (a stable
+        first = ai[8, :ne + 1]  # counting sort of i_t, which is < ne)
+        first[:] = 0
         for q in range(take):
             first[i_t[q] + 1] += 1
         for e in range(ne):
@@ -292,7 +294,7 @@ def _admit(A, nA, tau, c, n_arrived, n, B, kv, chunk, has_chunk, kv_cap, kv_limi
     if cut == 0:
         return
     # The k-th empty slot of each chosen replica (before any is filled).
-    slot = np.empty(cut, dtype=np.int64)
+    slot = ai[9, :cut]
     for q in range(cut):
         r = el[i_t[q]]
         want = k_t[q]
@@ -305,10 +307,14 @@ def _admit(A, nA, tau, c, n_arrived, n, B, kv, chunk, has_chunk, kv_cap, kv_limi
                     slot[q] = s
                     break
     R = n_occ.size
-    cnt = np.zeros(R, dtype=np.int64)
-    s_kv = np.zeros(R)
-    tokens = np.zeros(R)
-    square = np.zeros(R)
+    cnt = ai[10, :R]
+    s_kv = af[2, :R]
+    tokens = af[3, :R]
+    square = af[4, :R]
+    cnt[:] = 0
+    s_kv[:] = 0.0
+    tokens[:] = 0.0
+    square[:] = 0.0
     for q in range(cut):
         r = el[i_t[q]]
         j = head + q
@@ -348,10 +354,14 @@ _WORK_F, _WORK_I, _WORK_B = 18, 3, 3
 
 
 @jit
-def work_arrays(R):
-    """The per-replica work arrays :func:`advance` uses within a step (allocated once for the
-    steps of :func:`advance_steps`; their values do not carry from one step to the next)."""
-    return np.empty((_WORK_F, R)), np.empty((_WORK_I, R), dtype=np.int64), np.zeros((_WORK_B, R), dtype=np.bool_)
+def work_arrays(R, B):
+    """The work arrays :func:`advance` uses within a step (allocated once for the steps of
+    :func:`advance_steps`; their values do not carry from one step to the next): per replica
+    (floats, integers, flags), then :func:`_admit`'s, per slot of the pool and per replica
+    (integers, floats, flags)."""
+    m = R * B + R + 1
+    return (np.empty((_WORK_F, R)), np.empty((_WORK_I, R), dtype=np.int64), np.zeros((_WORK_B, R), dtype=np.bool_),
+            np.empty((11, m), dtype=np.int64), np.empty((5, m)), np.empty(m, dtype=np.bool_))
 
 
 @jit
@@ -367,12 +377,13 @@ def advance(t0, t_end, n_arr_end, n, c, max_events, B, W, kv, chunk, t_pass, kv_
     and the count of finished requests. Returns False when ``max_events`` events did not end the
     step (a scheduling bug).
     """
-    wf, wi, wb = work_arrays(c.size)
+    wf, wi, wb, ai, af, ab = work_arrays(c.size, B)
     return _advance(t0, t_end, n_arr_end, n, c, max_events, B, W, kv, chunk, t_pass, kv_cap, max_pf_tokens,
                     params, layers, d_model, u_tensor, u_hbm, Rr, tau_tok, tau_flop, tau_sq, tau_coll,
                     flops_peak, hbm_bw, a_byte, a_seq, req, phase, kend, k0, ctx0, K, n_occ, n_dec, ctx_sum,
                     kend_min, pf_left, pf_batch, pf_tokens, pf_act, kv_used, prefilling, arrival, prompt,
-                    output, admitted, first_token, done_t, replica, ctr, act, act_dec, tok_p, tok_o, wf, wi, wb)
+                    output, admitted, first_token, done_t, replica, ctr, act, act_dec, tok_p, tok_o, wf, wi, wb,
+                    ai, af, ab)
 
 
 @jit
@@ -380,8 +391,8 @@ def _advance(t0, t_end, n_arr_end, n, c, max_events, B, W, kv, chunk, t_pass, kv
             params, layers, d_model, u_tensor, u_hbm, Rr, tau_tok, tau_flop, tau_sq, tau_coll,
             flops_peak, hbm_bw, a_byte, a_seq, req, phase, kend, k0, ctx0, K, n_occ, n_dec, ctx_sum,
             kend_min, pf_left, pf_batch, pf_tokens, pf_act, kv_used, prefilling, arrival, prompt,
-            output, admitted, first_token, done_t, replica, ctr, act, act_dec, tok_p, tok_o, wf, wi, wb):
-    """:func:`advance` with its work arrays given (``wf``, ``wi``, ``wb``: :func:`work_arrays`)."""
+            output, admitted, first_token, done_t, replica, ctr, act, act_dec, tok_p, tok_o, wf, wi, wb, ai, af, ab):
+    """:func:`advance` with its work arrays given (:func:`work_arrays`)."""
     R = c.size
     has_chunk = not math.isnan(chunk)  # NaN: no chunked prefill
     kv_limited = math.isfinite(kv_cap)
@@ -435,7 +446,7 @@ def _advance(t0, t_end, n_arr_end, n, c, max_events, B, W, kv, chunk, t_pass, kv
                    max_pf_tokens, params, layers, d_model, u_tensor, u_hbm, W, t_pass, Rr, tau_flop,
                    tau_sq, tau_coll, flops_peak, hbm_bw, req, phase, n_occ, kv_used, pf_left,
                    pf_batch, pf_tokens, pf_act, prefilling, arrival, prompt, output, admitted,
-                   replica, ctr)
+                   replica, ctr, ai, af, ab)
             head = ctr[0]
             queued = head < n_arr_end
         pf_any = False
@@ -569,7 +580,7 @@ def advance_steps(t0, dt, n_steps, n, c, max_events, B, W, kv, chunk, t_pass, kv
     arrivals up to its end, the queue head and the finished count after it in ``n_arr``,
     ``heads``, ``n_done``. Returns the steps completed (< ``n_steps``: a scheduling bug)."""
     t = t0
-    wf, wi, wb = work_arrays(c.size)
+    wf, wi, wb, ai, af, ab = work_arrays(c.size, B)
     for s in range(n_steps):
         t_end = t + dt
         n_arr_end = np.searchsorted(arrival[:n], t_end, side="left")
@@ -578,7 +589,7 @@ def advance_steps(t0, dt, n_steps, n, c, max_events, B, W, kv, chunk, t_pass, kv
                      tau_sq, tau_coll, flops_peak, hbm_bw, a_byte, a_seq, req, phase, kend, k0, ctx0,
                      K, n_occ, n_dec, ctx_sum, kend_min, pf_left, pf_batch, pf_tokens, pf_act, kv_used,
                      prefilling, arrival, prompt, output, admitted, first_token, done_t, replica, ctr,
-                     act[s], act_dec[s], tok_p[s], tok_o[s], wf, wi, wb)
+                     act[s], act_dec[s], tok_p[s], tok_o[s], wf, wi, wb, ai, af, ab)
         if not ok:
             return s
         n_arr[s] = n_arr_end
