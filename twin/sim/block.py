@@ -6,7 +6,7 @@ power, the sled networks' temperatures and the governors (each step's power depe
 step's temperatures and clocks) — and a downstream part that reads the loop but feeds nothing
 back while nothing unusual happens: the power shelves' DC sums and AC input, the rack manifolds'
 heat and temperatures, the CDUs' pumps and heat, the power chain's facility power, the energy
-counters and the recorder. In a *quiet* block (no event due, no multi-rate component updating,
+counters and the recorder. In a *quiet* block (no event due, no multi-rate component updating before its last step,
 no power capping, every rack powered, the UPS not on battery, the CDUs' supply pipes steady) the loop runs per step and the downstream part runs once over the block's (k, …)
 arrays (:meth:`step_block` of :class:`~twin.power.shelves.Shelves`,
 :class:`~twin.thermal.racks.RackThermal`, :class:`~twin.cooling.cdu.SimpleCdu` and
