@@ -125,9 +125,10 @@ def test_trace_that_ends_before_the_run_is_a_warning(tmp_path):
 
 def test_serving_ahead_is_undone_when_the_block_is_not_taken():
     """A pool serves a quiet block's steps ahead of the compiled loop (``JobSet.ahead``); when the
-    loop takes none of them (``finish(0, …)``) or a job after the pool has no demand ahead (here
-    the training gang, one chip slowed), the pool is put back exactly: the run then equals one
-    that never served ahead (tokens, progress and every request's times, to the bit)."""
+    loop takes none of them (``finish(0, …)``), a job after the pool has no demand ahead (here
+    the training gang, one chip slowed) or the block is left unfinished (an interrupt), the pool
+    is put back exactly: the run then equals one that never served ahead (tokens, progress and
+    every request's times, to the bit)."""
     from tests.sim.test_blocks import _mixed
 
     over = _mixed("34 degC", "40 1/s", "0 s")
@@ -147,6 +148,8 @@ def test_serving_ahead_is_undone_when_the_block_is_not_taken():
     slowed = st["device.clock_limit"].copy()
     slowed[jobs.jobs[1].devices[0]] = 0.9
     assert jobs.ahead(*args, slowed, st["device.tripped"], u) is None and (pool.t, pool.n_completed) == (t, done)
+    assert jobs.ahead(*args, st["device.clock_limit"], st["device.tripped"], u) is not None  # left unfinished, as
+    assert pool.t > t  # by an interrupt: the pool is put back before it serves the next step
     plain.run()
     tried.run()
     for a, b in zip(plain.jobs.jobs, tried.jobs.jobs):

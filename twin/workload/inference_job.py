@@ -55,6 +55,9 @@ class InferenceState:
     pool: object = None  # InferencePool once started
     replicas: np.ndarray | None = None  # devices by replica, shape (replicas, replica_size)
     trace_end: float | None = None  # arrival of a trace-driven job's last request [s]
+    #: The pool's checkpoint while a block served ahead is neither finished nor cancelled (an
+    #: interrupt between the two): the pool is put back before it serves again.
+    pending: tuple | None = None
 
 
 @register("inference")
@@ -137,6 +140,7 @@ class Inference(JobKind):
     def step(self, jobs, job, t, ts, clock, tripped, u, t_die):
         """Serve the sub-steps: replicas run at their slowest chip's clock (0 if one tripped)."""
         spec, ks = job.spec, job.kind_state
+        _settle(ks)
         rep_clock = clock[ks.replicas].min(axis=1) * ~tripped[ks.replicas].any(axis=1)
         steps = ks.pool.advance_steps(ts[0], jobs.h_w, ts.size, rep_clock)
         u[:, ks.replicas] = steps.u[:, :, None]
@@ -162,13 +166,14 @@ class Inference(JobKind):
         <twin.workload.inference.InferencePool.checkpoint>`, and those steps served again:
         the same results)."""
         spec, ks, h_w = job.spec, job.kind_state, jobs.h_w
+        _settle(ks)
         dev = job.devices
         if clock[dev].min() != 1.0 or tripped[dev].any():
             return None
         k, n_sub = ts.shape
         pool = ks.pool
         t0 = float(ts[0, 0])
-        saved = pool.checkpoint(t0 + (k + 1) * n_sub * h_w)
+        saved = ks.pending = pool.checkpoint(t0 + (k + 1) * n_sub * h_w)
         done0, tokens0 = pool.n_completed, job.tokens
         steps = pool.advance_steps(t0, h_w, k * n_sub, 1.0)
         u[:, :, ks.replicas] = steps.u.reshape(k, n_sub, -1)[..., None]
@@ -189,10 +194,11 @@ class Inference(JobKind):
             if n < k:  # the pool as after the first n steps: served again from the checkpoint
                 pool.rollback(saved)
                 pool.advance_steps(t0, h_w, n * n_sub, 1.0)
+            ks.pending = None
             job.tokens, job.progress, job.rate = float(tokens[n]), float(progress[n - 1]), float(rate[n - 1])
             return progress[:n], rate[:n], tokens[1: n + 1], np.full(n, float(job.state))
 
-        return Ahead(k, dev, finish, lambda: pool.rollback(saved))
+        return Ahead(k, dev, finish, lambda: _settle(ks))
 
     def warnings(self, job, name: str, t_end: float) -> list[str]:
         out = []
@@ -203,3 +209,10 @@ class Inference(JobKind):
             out.append(f"{name}: its trace's last request arrives at {end:,.0f} s of a {t_end:,.0f} s run "
                        f"(no requests after)")
         return out
+
+
+def _settle(ks: InferenceState) -> None:
+    """Put the pool back as before a block served ahead that was neither finished nor cancelled."""
+    if ks.pending is not None:
+        ks.pool.rollback(ks.pending)
+        ks.pending = None
