@@ -6,12 +6,9 @@ import numpy as np
 import pytest
 
 from twin.cooling.plant import (
-    COP_MAX,
     H_FG_WATER,
     affinity_power,
     air_flow_for_heat,
-    chiller_cop,
-    chiller_power,
     cooling_tower_outlet,
     cooling_tower_water,
     crah_fan_power,
@@ -193,29 +190,6 @@ def test_crah_air_flow_and_fan_power():
 # --------------------------------------------------------------------------------------------
 # Chillers and economiser
 # --------------------------------------------------------------------------------------------
-def test_chiller_cop_at_ahri_conditions():
-    """AHRI 550/590 water-cooled rating: 44 °F (6.67 degC) leaving chilled water, 85 °F
-    (29.44 degC) entering condenser water. With η = 0.5 the COP is 0.5 · 279.82 / 22.78 ≈ 6.14,
-    inside the 6–7 band of full-load centrifugal chillers (0.50–0.59 kW/ton). The closed form
-    to round-off (1e-12); the band is a plausibility check."""
-    t_e, t_c = (44.0 - 32.0) / 1.8, (85.0 - 32.0) / 1.8
-    cop = chiller_cop(t_c, t_e, 0.5)
-    assert cop == pytest.approx(0.5 * (t_e + 273.15) / (t_c - t_e), rel=1e-12)
-    assert 6.0 < cop < 7.0
-
-
-def test_chiller_cop_capped_at_low_lift():
-    cop = chiller_cop(np.array([10.0, 7.0, 5.0, 30.0]), 7.0, 0.5)
-    assert cop[0] == COP_MAX  # 3 K lift: Carnot would give 46
-    assert cop[1] == COP_MAX and cop[2] == COP_MAX  # no or negative lift
-    assert cop[3] < COP_MAX
-    assert chiller_cop(7.0, 7.0, 0.5, cop_max=9.0) == 9.0
-
-
-def test_chiller_power():
-    np.testing.assert_array_equal(chiller_power([600e3, -5.0], 6.0), [100e3, 0.0])
-
-
 def test_economiser_split():
     """Cold day: all free; hot day: all chiller; in between: the chiller trims. The two parts
     always sum to ṁ c_p (t_return − t_setpoint) (round-off only)."""

@@ -54,6 +54,11 @@ def test_part_load_and_minimum_load():
     assert chiller_power(0.05e6, 1e6, 6.0, coef, plr_min) == pytest.approx(
         1e6 / 6 * part_load_power_fraction(plr_min, coef))
     assert chiller_power(0.0, 1e6, 6.0, coef, plr_min) == 0.0
+    # or it cycles at the minimum: the same power for the fraction PLR / PLR_min of the time
+    assert chiller_power(0.05e6, 1e6, 6.0, coef, plr_min, cycling=True) == pytest.approx(
+        1e6 / 6 * part_load_power_fraction(plr_min, coef) * 0.05 / plr_min)
+    assert chiller_power(0.5e6, 1e6, 6.0, coef, plr_min, cycling=True) == pytest.approx(
+        chiller_power(0.5e6, 1e6, 6.0, coef, plr_min))  # above the minimum: no difference
 
 
 def test_staging_and_envelope():
@@ -83,21 +88,63 @@ def test_chiller_plant_by_hand():
     assert chiller_plant(5e6, 18.0, 30.0, *args)["q"] == pytest.approx(3e6)
 
 
-@pytest.mark.parametrize("name, t_sink", [("air-cooled-chiller-1mw", 35.0),
-                                          ("water-cooled-chiller-1mw", 29.4)])
-def test_the_runs_chillers_give_the_rated_cop_at_the_rating_point(name, t_sink):
-    """What a run's chillers use (:meth:`twin.cooling.chiller.Chiller.power`): a fraction of
-    Carnot between the water temperatures — leaving chilled water and the condenser's sink (dry
-    bulb; for water-cooled machines the towers' water, i.e. the entering condenser water) —
-    with the catalogue's ``carnot_fraction``, without the refrigerant approaches, part load,
-    staging or envelope above (the README says so). At the AHRI 550/590 rating point (6.7 °C
-    leaving; 35 °C air, or 29.4 °C entering condenser water) that ``carnot_fraction`` gives back
-    the catalogue's ``cop_rated``, the ASHRAE 90.1 minimum it is derived from. Tolerance 1 %:
-    the fraction is quoted to two digits (0.2993 and 0.5094 exactly)."""
-    from twin.cooling.plant import chiller_cop
+def _run_chillers(kind):
+    """The chillers of a run (the Phoenix design-day scenario with dry coolers, or cooling towers:
+    the plant picks the air- or water-cooled trim chiller)."""
+    from tests.conftest import SCENARIOS
+    from twin.scenario import load_scenario
+    from twin.sim.driver import Simulation
 
+    sim = Simulation(load_scenario(SCENARIOS / "design-day-phoenix.yaml",
+                                   {"plant": {"heat_rejection": {"kind": kind}}}))
+    return sim.plant.chillers
+
+
+@pytest.mark.parametrize("kind, name", [("dry_cooler", "air-cooled-chiller-1mw"),
+                                        ("cooling_tower", "water-cooled-chiller-1mw")])
+def test_the_runs_chillers_give_the_rated_cop_at_the_rating_point(kind, name):
+    """What a run's chillers use (:meth:`twin.cooling.chiller.Chiller.power`, the approach model
+    with staging, part load and envelope) at the AHRI 550/590 rating point — one chiller at full
+    load, 6.7 °C leaving chilled water, 35 °C air or 29.4 °C entering condenser water (the
+    towers' water: wet bulb + their approach) — gives the catalogue's ``cop_rated``, the ASHRAE
+    90.1 minimum its ``carnot_fraction`` is derived from. Tolerance 1 %: the fraction is quoted
+    to three digits (0.4826 and 0.7062 exactly), so the COP is within 0.1 % of the rating."""
+    ch = _run_chillers(kind)
     c = CAT.chillers[name]
-    cop = float(chiller_cop(t_sink, c.rating_chw_leaving.si, c.carnot_fraction.si, c.cop_max.si))
-    assert cop == pytest.approx(c.cop_rated.si, rel=0.01)
-    exact = c.cop_rated.si * (t_sink - 6.7) / (6.7 + 273.15)
-    assert c.carnot_fraction.si == pytest.approx(exact, abs=0.005)
+    assert ch.chiller.condenser == ("air" if kind == "dry_cooler" else "water")
+    assert ch.chiller.carnot_fraction.si == c.carnot_fraction.si
+    ch.chiller_count = 1
+    q = c.capacity.si
+    t_wb = 29.4 - ch.sink_approach  # the towers' water enters the condensers at 29.4 °C
+    for loads in ((q, 0.0), (0.0, q), (0.4 * q, 0.6 * q)):  # either circuit, or both at one temperature
+        p = ch.power(*loads, 6.7, 6.7, 35.0, t_wb)
+        assert q / p == pytest.approx(c.cop_rated.si, rel=0.01)
+    exact = carnot_fraction_from_rating(c.cop_rated.si, c.rating_chw_leaving.si, c.rating_sink_leaving.si,
+                                        c.evaporator_approach.si, c.condenser_approach.si)
+    assert c.carnot_fraction.si == pytest.approx(exact, rel=0.001)
+
+
+def test_the_runs_chillers_by_hand_at_a_warm_water_trim():
+    """The Phoenix afternoon: the air-cooled trim chiller (one, 1 MW) takes 200 kW off the
+    W40 facility water and 50 kW off the 20 °C chilled water at 43 °C dry-bulb. By hand: the
+    envelope holds the facility water's chiller at 20 °C leaving (its 40 °C set-point is beyond
+    it), so both circuits evaporate at 20 − 2 = 18 °C and condense at 43 + 15 = 58 °C; PLR 0.25;
+    P = (1 MW / COP) · EIR-fPLR(0.25) with COP = η (18 + 273.15) / 40. Closed form to 1e-12.
+    The old model (fraction of Carnot 0.30 between 40 °C water and 43 °C air) gave COP 8 (its
+    cap) for the facility water: ~2.2× less compressor power."""
+    ch = _run_chillers("dry_cooler")
+    c = CAT.chillers["air-cooled-chiller-1mw"]
+    ch.chiller_count = 1
+    p = ch.power(200e3, 50e3, 40.0, 20.0, 43.0, 25.0)
+    cop = c.carnot_fraction.si * (18.0 + 273.15) / 40.0
+    c0, c1, c2 = c.part_load.values
+    assert p == pytest.approx(1e6 / cop * (c0 + c1 * 0.25 + c2 * 0.0625), rel=1e-12)
+    # below its minimum load (25 %) the screw chiller cycles (catalogue: below_min_load: cycle):
+    # 100 kW runs it at 25 % for 40 % of the time
+    assert ch.power(80e3, 20e3, 40.0, 20.0, 43.0, 25.0) == pytest.approx(0.4 * p, rel=1e-12)
+    # two chillers: a load above 90 % of one starts the second, each at half of it
+    ch.chiller_count = 2
+    p2 = ch.power(0.95e6, 0.0, 15.0, 20.0, 43.0, 25.0)
+    cop15 = c.carnot_fraction.si * (13.0 + 273.15) / 45.0
+    x = 0.95 / 2
+    assert p2 == pytest.approx(2e6 / cop15 * (c0 + c1 * x + c2 * x * x), rel=1e-12)

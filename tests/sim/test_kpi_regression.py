@@ -137,6 +137,14 @@ for _case in ("design-day-phoenix", "annual-leesburg", "cdu-pump-trip", "cdu-pum
 CHANGED["phoenix-events"] += ("; the devices that trip at their shutdown point after the set-point "
                               "change restart once their dies have cooled below the throttle point (they "
                               "stayed off for the rest of the run): IT energy, device power and PUE rise")
+_CHILLER = ("the chillers run the refrigerant-approach model (evaporator 2 K below the leaving water, "
+            "air-cooled condenser 15 K above the dry-bulb; catalogue Carnot fractions re-derived from the rated "
+            "COPs through them), the leaving water held within the envelope (20 degC: the W40 trim makes 20 degC "
+            "water), staged for both circuits with the part-load curve, cycling below the screw chiller's 25 % "
+            "minimum load, instead of a fraction of Carnot on the water temperatures: p_chiller, p_cooling, "
+            "p_facility, p_transformer_loss, p_loss and pue rise")
+for _case in ("design-day-phoenix", "cdu-pump-trip", "cdu-pump-trip-failover", "hall-1k", "phoenix-events"):
+    CHANGED[_case] += "; " + _CHILLER
 CHANGED["quickstart-events"] += ("; the set-point change reaches the racks through the in-row CDU's supply "
                                  "pipe (150 L, plug flow), τ = V/Q after it leaves the CDU")
 CHANGED["quickstart-events"] += ("; without a plant a set-point change enters the supply pipe over the step it "

@@ -522,7 +522,9 @@ class CoolingTower(HeatRejection):
 
 
 class Chiller(Entry):
-    """Vapour-compression chiller: COP = carnot_fraction · T_evap / (T_cond − T_evap), capped."""
+    """Vapour-compression chiller: full-load COP = carnot_fraction · T_e / (T_c − T_e), capped,
+    between the refrigerant temperatures (the approaches; none given: the water temperatures),
+    with part load, minimum load and leaving-water envelope (:mod:`twin.cooling.chiller`)."""
 
     condenser: Literal["air", "water"]
     capacity: Power  # evaporator capacity [W]
@@ -536,6 +538,8 @@ class Chiller(Entry):
     condenser_approach: TemperatureDelta | None = None
     part_load: Coefficients | None = None  # EIR-fPLR c0 + c1 PLR + c2 PLR²
     min_load: Ratio | None = None  # minimum unloading ratio [1]
+    #: below min_load: cycles on and off ("cycle") or false-loads by hot-gas bypass ("false_load")
+    below_min_load: Literal["cycle", "false_load"] = "false_load"
     max_leaving_water: Temperature | None = None  # envelope [degC]
 
     @model_validator(mode="after")

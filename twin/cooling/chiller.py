@@ -1,10 +1,18 @@
 """The trim chillers, serving the facility water (in series after free cooling) and the CRAHs'
 chilled water.
 
-COP from lift (:func:`~twin.cooling.plant.chiller_cop`): evaporator at each circuit's set-point,
-condenser at the dry-bulb (air-cooled) or the heat-rejection units' rated approach above their
-sink (water-cooled). A trip (or a utility outage, until the utility or generator returns) takes
-them all out: the plant runs on free cooling alone.
+One chiller model (:mod:`twin.cooling.refrigeration`): full-load COP as the catalogue's fraction
+of Carnot between the refrigerant temperatures — the evaporator ``evaporator_approach`` below the
+leaving chilled water, the condenser ``condenser_approach`` above the leaving condenser water
+(water-cooled: the heat-rejection units' water, their rated approach above their sink, plus the
+condenser water's range at the load) or the dry-bulb (air-cooled) — the leaving water held
+within the compressor's envelope (``max_leaving_water``), the chillers staged for the load of
+both circuits and sharing it equally, and the part-load curve with its minimum unloading ratio.
+The catalogue's ``carnot_fraction`` is derived from its ``cop_rated`` at the AHRI 550/590 point
+through the same approaches (a test runs :meth:`Chiller.power` there). An entry without the
+refrigerant-side figures reduces to a fraction of Carnot between the water temperatures with
+power ∝ load. A trip (or a utility outage, until the utility or generator returns) takes them
+all out: the plant runs on free cooling alone.
 """
 
 from __future__ import annotations
@@ -14,8 +22,21 @@ import math
 import numpy as np
 
 from twin.cooling.cdu_bank import lookup
-from twin.cooling.plant import COP_MAX, chiller_cop, chiller_power
+from twin.cooling.refrigeration import (
+    AHRI_CONDENSER_ENTERING,
+    chiller_full_load_cop,
+    chiller_leaving_temperature,
+    chiller_power,
+    stage_chillers,
+)
 from twin.sim.component import Component, Var
+
+#: Highest COP of a chiller without a catalogue ``cop_max`` [1] (estimate: variable-speed
+#: centrifugal chillers report part-load COPs of 10–15 at very low lift; the Carnot expression
+#: diverges as the lift → 0).
+COP_MAX = 15.0
+#: Part-load curve of a chiller without one: power ∝ load (EIR-fPLR = PLR) [1].
+LINEAR_PART_LOAD = (0.0, 1.0, 0.0)
 
 P_CHILLER = Var("facility", "p_chiller", "W", "chiller compressor power")
 AVAILABLE = Var("facility", "chiller_available", "W", "chiller capacity in service (0: none, or tripped)",
@@ -69,6 +90,19 @@ class Chiller(Component):
         self.cop_max = (self.chiller.cop_max.si if self.chiller is not None
                         and self.chiller.cop_max is not None else COP_MAX)
         self.water_cooled = self.chiller is not None and self.chiller.condenser == "water"
+        ch = self.chiller
+        if ch is not None:
+            def si(q, default):
+                return q.si if q is not None else default
+            self.evaporator_approach = si(ch.evaporator_approach, 0.0)
+            self.condenser_approach = si(ch.condenser_approach, 0.0)
+            self.part_load = tuple(ch.part_load.values) if ch.part_load is not None else LINEAR_PART_LOAD
+            self.min_load = si(ch.min_load, 0.0)
+            self.cycling = ch.below_min_load == "cycle"
+            self.max_leaving = si(ch.max_leaving_water, math.inf)
+            # condenser-water range at full load: the rating's leaving less its entering water
+            self.condenser_range = (si(ch.rating_sink_leaving, AHRI_CONDENSER_ENTERING) - AHRI_CONDENSER_ENTERING
+                                    if self.water_cooled else 0.0)
         self.tripped = False
         self.state = None
 
@@ -83,19 +117,51 @@ class Chiller(Component):
 
     def condenser(self, t_db: float, t_wb: float) -> float:
         """Heat-sink temperature [degC]: outdoor dry-bulb for air-cooled condensers, else the
-        heat-rejection units' rated approach above their sink."""
+        water entering the condensers, the heat-rejection units' rated approach above their sink."""
         if self.chiller is None or self.chiller.condenser == "air":
             return t_db
         return (t_wb if self.tower else t_db) + self.sink_approach
 
     def power(self, q_ch_fw: float, q_ch_chw: float, t_set: float, t_chw_set: float, t_db: float,
               t_wb: float) -> float:
-        """Compressor power of the chillers trimming both circuits [W]."""
-        if self.chiller is None or not q_ch_fw + q_ch_chw > 0:
+        """Compressor power of the chillers trimming both circuits [W].
+
+        Parameters
+        ----------
+        q_ch_fw, q_ch_chw : float
+            Evaporator load of the facility-water trim and of the chilled water [W].
+        t_set, t_chw_set : float
+            Their leaving-water set-points [degC].
+        t_db, t_wb : float
+            Outdoor dry- and wet-bulb [degC].
+
+        Notes
+        -----
+        n = min(⌈(q_fw + q_chw) / (0.9 C)⌉, N) chillers run (:func:`stage_chillers`, C one
+        chiller's capacity) at PLR = (q_fw + q_chw) / (n C), each circuit on its share of them:
+        P = Σᵢ (n C qᵢ / q) / COPᵢ · EIR-fPLR(max(PLR, PLR_min)) (:func:`chiller_power`; a
+        chiller that cycles below PLR_min draws that for the fraction PLR / PLR_min), with
+        COPᵢ = min(η_II T_e / (T_c − T_e), COP_max) (:func:`chiller_full_load_cop`) at
+        T_e = min(tᵢ, t_max) − Δ_e and T_c = t_sink + Δ_c; for water-cooled machines t_sink is the
+        leaving condenser water, entering + R_rated · PLR (constant condenser flow per running
+        chiller: the range follows the load; R_rated = the rating's 35.0 − 29.4 °C, taking the
+        compressor's share of the condenser heat at its rated value).
+        """
+        q = q_ch_fw + q_ch_chw
+        if self.chiller is None or not q > 0:
             return 0.0
-        cop = chiller_cop(self.condenser(t_db, t_wb), np.array([t_set, t_chw_set]),
-                          self.chiller.carnot_fraction.si, self.cop_max)
-        return float(chiller_power(np.array([q_ch_fw, q_ch_chw]), cop).sum())
+        unit = self.chiller.capacity.si
+        n = int(stage_chillers(q, unit, self.chiller_count))
+        if n == 0:
+            return 0.0
+        plr = min(q / (n * unit), 1.0)
+        t_sink = self.condenser(t_db, t_wb) + self.condenser_range * plr
+        t_leave = chiller_leaving_temperature(np.array([t_set, t_chw_set]), self.max_leaving)
+        cop = chiller_full_load_cop(t_leave, t_sink, self.evaporator_approach, self.condenser_approach,
+                                    self.chiller.carnot_fraction.si, self.cop_max)
+        loads = np.array([q_ch_fw, q_ch_chw])
+        return float(chiller_power(loads, n * unit * loads / q, cop, self.part_load, self.min_load,
+                                   self.cycling).sum())
 
     def step(self, t: float, dt: float, state) -> None:
         fw, chw = state["facility.facility_water_step"], state["facility.chilled_water_step"]

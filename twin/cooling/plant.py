@@ -1,8 +1,8 @@
 """Cooling-plant building blocks as pure functions of arrays.
 
-Heat exchangers (ε-NTU), pumps and fans (affinity laws), chillers (fraction of Carnot), cooling
+Heat exchangers (ε-NTU), pumps and fans (affinity laws), cooling
 towers and dry coolers (approach to the wet- or dry-bulb, evaporated water), CRAH air flow and
-the economiser / chiller split. No state and no time: the driver holds the plant's state and
+the economiser / chiller split (chillers themselves: :mod:`twin.cooling.refrigeration`). No state and no time: the driver holds the plant's state and
 calls these each step. Temperatures in degC, heat and power in W, mass flow in kg/s, volume flow
 in m³/s.
 """
@@ -13,14 +13,9 @@ import numpy as np
 
 from twin.units import CP_AIR, CP_WATER, RHO_AIR
 
-#: 0 degC in kelvin.
-ZERO_CELSIUS = 273.15
 #: Latent heat of vaporisation of water near 25 degC [J kg-1] (IAPWS-95 via NIST WebBook:
 #: 2442 kJ/kg at 25 degC, 2454 kJ/kg at 20 degC; 2.45 MJ/kg is the usual round figure).
 H_FG_WATER = 2.45e6
-#: Default upper limit of the chiller COP [1] (estimate: variable-speed centrifugal chillers
-#: report part-load COPs of 10–15 at very low lift; the Carnot expression diverges as lift → 0).
-COP_MAX = 15.0
 
 
 def _arrays(*values):
@@ -305,67 +300,6 @@ def crah_fan_power(q_air, delta_t_air, flow_design, power_design, exponent=3.0,
     """
     return fan_power(air_flow_for_heat(q_air, delta_t_air, cp, rho), flow_design, power_design,
                      exponent)
-
-
-# --------------------------------------------------------------------------------------------
-# Chillers
-# --------------------------------------------------------------------------------------------
-def chiller_cop(t_condenser, t_evaporator, carnot_fraction, cop_max=COP_MAX):
-    """Coefficient of performance of a vapour-compression chiller as a fraction of Carnot.
-
-    Parameters
-    ----------
-    t_condenser : array_like
-        Heat-sink temperature [degC]: entering condenser water (water-cooled) or outdoor
-        dry-bulb (air-cooled).
-    t_evaporator : array_like
-        Chilled-water supply (leaving evaporator) temperature [degC].
-    carnot_fraction : array_like
-        Second-law efficiency η [1], folding in the heat-exchanger approaches and compressor
-        losses (about 0.45–0.6 for water-cooled centrifugal chillers at AHRI 550/590 rating
-        conditions: estimate).
-    cop_max : array_like, optional
-        Upper limit [1], reached as the lift falls to zero or below.
-
-    Returns
-    -------
-    ndarray
-        COP = Q_evaporator / P_electric [1].
-
-    Notes
-    -----
-    COP = min(η · T_e / (T_c − T_e), COP_max), with T in kelvin; COP_max when T_c ≤ T_e.
-
-    References
-    ----------
-    .. [1] ASHRAE Handbook — Fundamentals (2017), ch. 2 "Thermodynamics and Refrigeration
-       Cycles" (Carnot refrigeration cycle).
-    .. [2] AHRI Standard 550/590 (I-P), "Performance Rating of Water-Chilling and Heat
-       Pump Water-Heating Packages": 44 °F leaving chilled water, 85 °F entering condenser water.
-    """
-    t_c, t_e, eta, cop_max = _arrays(t_condenser, t_evaporator, carnot_fraction, cop_max)
-    lift = t_c - t_e
-    carnot = np.divide(t_e + ZERO_CELSIUS, lift, out=np.zeros_like(lift), where=lift > 0)
-    return np.where(lift > 0, np.minimum(eta * carnot, cop_max), cop_max)
-
-
-def chiller_power(q, cop):
-    """Electrical power of a chiller removing ``q`` from the chilled water.
-
-    Parameters
-    ----------
-    q : array_like
-        Evaporator load [W]; negative values are treated as 0.
-    cop : array_like
-        Coefficient of performance [1], > 0 (see :func:`chiller_cop`).
-
-    Returns
-    -------
-    ndarray
-        P = q / COP [W]. The condenser then rejects q + P.
-    """
-    q, cop = _arrays(q, cop)
-    return np.maximum(q, 0.0) / cop
 
 
 def economiser_split(flow, t_return, t_free, t_setpoint, cp=CP_WATER):

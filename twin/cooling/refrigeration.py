@@ -17,6 +17,8 @@ import numpy as np
 
 #: 0 degC in kelvin.
 ZERO_CELSIUS = 273.15
+#: Entering condenser water of the AHRI 550/590 water-cooled rating point, 85 °F [degC].
+AHRI_CONDENSER_ENTERING = 29.4
 
 
 def _arrays(*values):
@@ -121,7 +123,7 @@ def chiller_full_load_cop(t_chw_leaving, t_sink_leaving, evaporator_approach, co
     return np.minimum(eta * carnot_cop(te, tc), cmax)
 
 
-def part_load_power_fraction(plr, coefficients, min_plr=0.0):
+def part_load_power_fraction(plr, coefficients, min_plr=0.0, cycling=False):
     """Power at a part-load ratio as a fraction of full-load power at the same temperatures.
 
     Parameters
@@ -131,13 +133,17 @@ def part_load_power_fraction(plr, coefficients, min_plr=0.0):
     coefficients : sequence of 3 float
         (c₀, c₁, c₂) of EIR-fPLR = c₀ + c₁ PLR + c₂ PLR² (1 at PLR = 1).
     min_plr : array_like
-        Minimum unloading ratio [1]: below it the chiller false-loads (hot-gas bypass), so it
-        draws the power of ``min_plr`` while delivering less.
+        Minimum unloading ratio [1]: the chiller does not unload below it.
+    cycling : bool
+        Below ``min_plr``: False, it false-loads (hot-gas bypass), drawing the power of
+        ``min_plr`` while delivering less; True, it cycles on and off at ``min_plr``, drawing
+        that power for the fraction PLR / PLR_min of the time.
 
     Returns
     -------
     ndarray
-        P / P_full = EIR-fPLR(max(PLR, PLR_min)) [1]; 0 at PLR = 0 (chiller off).
+        P / P_full = EIR-fPLR(max(PLR, PLR_min)) [1], times min(PLR / PLR_min, 1) when cycling;
+        0 at PLR = 0 (chiller off).
 
     References
     ----------
@@ -147,10 +153,13 @@ def part_load_power_fraction(plr, coefficients, min_plr=0.0):
     c0, c1, c2 = coefficients
     x, m = _arrays(plr, min_plr)
     xe = np.clip(np.maximum(x, m), 0.0, 1.0)
-    return np.where(x > 0, c0 + c1 * xe + c2 * xe * xe, 0.0)
+    f = c0 + c1 * xe + c2 * xe * xe
+    if cycling:
+        f = f * np.minimum(np.divide(x, xe, out=np.ones_like(xe), where=xe > 0), 1.0)
+    return np.where(x > 0, f, 0.0)
 
 
-def chiller_power(q, capacity, cop_full, coefficients, min_plr=0.0):
+def chiller_power(q, capacity, cop_full, coefficients, min_plr=0.0, cycling=False):
     """Electrical power of running chillers that share a load equally.
 
     Parameters
@@ -165,6 +174,8 @@ def chiller_power(q, capacity, cop_full, coefficients, min_plr=0.0):
         EIR-fPLR (:func:`part_load_power_fraction`).
     min_plr : array_like
         Minimum unloading ratio [1].
+    cycling : bool
+        Below it the chiller cycles (True) or false-loads (:func:`part_load_power_fraction`).
 
     Returns
     -------
@@ -174,7 +185,7 @@ def chiller_power(q, capacity, cop_full, coefficients, min_plr=0.0):
     q, cap, cop = _arrays(q, capacity, cop_full)
     plr = np.divide(np.maximum(q, 0.0), cap, out=np.zeros_like(q), where=cap > 0)
     return np.where(cap > 0, cap / cop * part_load_power_fraction(np.minimum(plr, 1.0),
-                                                                  coefficients, min_plr), 0.0)
+                                                                  coefficients, min_plr, cycling), 0.0)
 
 
 def stage_chillers(q, unit_capacity, available, stage_up=0.9):
