@@ -114,6 +114,24 @@ def test_every_cli_error_is_one_line_and_exit_2(tmp_path, monkeypatch, argv, exp
     assert not any(p.name.startswith(("out", "s.zarr")) for p in tmp_path.iterdir())  # no partial output
 
 
+def test_an_unreachable_scheduler_leaves_no_default_client(tmp_path, monkeypatch):
+    """`--scheduler` that cannot be reached is one line, and leaves the process as it was: no
+    default Dask client and no `scheduler` setting that later dask work would try to reach (a
+    failed distributed.Client made as the default stays the default)."""
+    pytest.importorskip("distributed")
+    import dask
+    from distributed import default_client
+
+    monkeypatch.chdir(tmp_path)
+    before = dask.config.get("scheduler", None)
+    result = CliRunner().invoke(app, ["sweep", SWEEP, "--workers", "1", "--scheduler", "no-port-here",
+                                      "-o", "s.zarr"])
+    assert result.exit_code == 2, (result.output, result.exception)
+    assert dask.config.get("scheduler", None) == before
+    with pytest.raises(ValueError, match="No clients found"):
+        default_client()
+
+
 def test_version():
     import twin
 

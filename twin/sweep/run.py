@@ -209,7 +209,10 @@ def dask_client(workers: int | None = None, scheduler: str | None = None, n_task
         from twin.scenario.errors import OptionError
 
         try:
-            return Client(scheduler)
+            # Not the process's default client: one that fails to connect would stay the default
+            # (dask's `scheduler` config set to it), and later dask work in the process would try
+            # to reach it. The sweep submits through the client it is given.
+            return Client(scheduler, set_as_default=False)
         except (OSError, ValueError, TypeError) as exc:  # unreachable, refused or malformed
             why = " ".join(str(exc).split()) or type(exc).__name__
             raise OptionError("--scheduler", f"cannot connect to '{scheduler}': {why}") from None
