@@ -202,28 +202,6 @@ def affinity_power(speed, power_design, exponent=3.0):
     return power_design * np.abs(speed) ** exponent
 
 
-def pump_power(flow, flow_design, power_design, exponent=3.0):
-    """Power of a variable-speed pump delivering ``flow`` (affinity law, flow ∝ speed).
-
-    Parameters
-    ----------
-    flow : array_like
-        Flow [kg s-1] (or m³ s-1: only the ratio to ``flow_design`` matters).
-    flow_design : array_like
-        Flow at design speed, same unit as ``flow``, > 0.
-    power_design : array_like
-        Electrical power at the design flow [W].
-    exponent : float, optional
-        See :func:`affinity_power`.
-
-    Returns
-    -------
-    ndarray
-        P = P_d · (Q / Q_d)^n [W]; the sign of the flow does not matter.
-    """
-    return affinity_power(np.asarray(flow, dtype=float) / flow_design, power_design, exponent)
-
-
 def fan_power(flow, flow_design, power_design, exponent=3.0):
     """Power of a variable-speed fan moving ``flow`` (affinity law, flow ∝ speed).
 
