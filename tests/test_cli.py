@@ -81,26 +81,28 @@ def test_run_writes_both_formats(tmp_path, suffix):
 
 def test_interrupt_keeps_what_was_recorded(tmp_path):
     """SIGINT mid-run: exit 130 and a readable file holding the completed part. The signal is sent
-    once the run reports progress (--progress prints plain lines when stderr is a pipe), not after
-    a fixed sleep, so a slow start-up on a loaded machine cannot make it arrive too early."""
+    once the run reports progress (--progress prints plain lines when stderr is a pipe, the first
+    after 2 s of wall time), not after a fixed sleep, so a slow start-up on a loaded machine cannot
+    make it arrive too early; 30 simulated days, so that a fast machine (the quickstart runs a day
+    in ~2 s when idle) is still running when the first line comes."""
     out = tmp_path / "long.nc"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "twin", "run", str(SCENARIOS / "quickstart.yaml"), "--duration", "1 d",
-         "-o", str(out), "--progress"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        first = proc.stderr.readline()  # blocks until the first progress line (or the end)
-        assert re.match(r"quickstart: [\d,]+ s of 86,400 s simulated \(\d+%\), [\d,]+× real time$",
-                        first.strip()), first
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=600)
-    finally:
-        proc.kill()
+    with subprocess.Popen(
+            [sys.executable, "-m", "twin", "run", str(SCENARIOS / "quickstart.yaml"), "--duration", "30 d",
+             "-o", str(out), "--progress"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:  # (closes the pipes)
+        try:
+            first = proc.stderr.readline()  # blocks until the first progress line (or the end)
+            assert re.match(r"quickstart: [\d,]+ s of 2,592,000 s simulated \(\d+%\), [\d,]+× real time$",
+                            first.strip()), first
+            proc.send_signal(signal.SIGINT)
+            stdout, stderr = proc.communicate(timeout=600)
+        finally:
+            proc.kill()
     assert proc.returncode == 130, stderr
     assert "interrupted at" in stderr and "Traceback" not in stderr
     tree = twin.load(out)
     n = tree["facility"].sizes["time"]
-    assert 0 < n < 86400
+    assert 0 < n < 30 * 86400
     assert tree.attrs["interrupted"] == 1
     assert "(interrupted)" in stdout
 
