@@ -114,8 +114,12 @@ def test_hottest_device_of_each_kind_is_the_recorded_maximum(tmp_path):
     per_kind = dev["t_die"].max("time").groupby("kind").max()
     for kind, value in per_kind.to_series().items():
         assert kpi[f"t_die_max_{kind}_degC"] == pytest.approx(value, abs=1e-12)  # the same samples
-    hottest = dev["t_die"].max("time").idxmax("device").item()
-    assert kpi["t_die_max_device"] == hottest
-    assert kpi["t_die_max_kind"] == dev["kind"].sel(device=hottest).item() == "connectx8"
+    # Identical devices on identical plates (the sled's two ConnectX-8s) tie to within rounding,
+    # which may differ in the last bit between the summary's reduction and the recorder's, so the
+    # test asks that the named device is one whose recorded maximum is the hall's maximum.
+    die_max = dev["t_die"].max("time")
+    named = kpi["t_die_max_device"]
+    assert float(die_max.sel(device=named)) == pytest.approx(float(die_max.max()), abs=1e-9)
+    assert kpi["t_die_max_kind"] == dev["kind"].sel(device=named).item() == "connectx8"
     assert kpi["t_die_max_degC"] == pytest.approx(float(per_kind.max()), abs=1e-12)
     assert np.isclose(kpi["t_die_max_gb300_degC"], per_kind.sel(kind="gb300"))
