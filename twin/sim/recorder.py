@@ -257,21 +257,28 @@ class Recorder:
 
     def _accumulate_block(self, g: _Group, n: int, rows: np.ndarray) -> None:
         """Add ``n`` steps' summed rows (variables, n, entities) to a group that averages
-        several steps into a sample, step by step as :meth:`_add` does."""
-        n_sub, last = self.n_sub, g.last_index
-        for j in range(n):
-            step = rows[:, j]
+        several steps into a sample, as :meth:`_add` does step by step (the same additions in
+        the same order; a categorical variable keeps its last step's value, + 0.0 as there),
+        with one addition a step for the whole group."""
+        n_sub, last, acc = self.n_sub, g.last_index, g.acc_buf
+        j = 0
+        while j < n:
+            m = min(n - j, max(1, -(-(g.every - g.count) // n_sub)))  # steps to the end of the sample
             if last.size:
-                g.acc_buf[last] = step[last]
-                step[last] = 0.0
-            g.acc_buf += step
-            g.count += n_sub
+                end = rows[last, j + m - 1]
+                rows[last, j: j + m] = 0.0
+            for i in range(j, j + m):
+                acc += rows[:, i]
+            if last.size:
+                acc[last] = end + 0.0
+            g.count += m * n_sub
+            j += m
             if g.count >= g.every:
-                sample = g.acc_buf / g.every
+                sample = acc / g.every
                 if last.size:
-                    sample[last] = g.acc_buf[last]
+                    sample[last] = acc[last]
                 self._emit(g, sample[:, None, :])
-                g.acc_buf[:] = 0.0
+                acc[:] = 0.0
                 g.count = 0
 
     def _add(self, g: _Group, state) -> None:
