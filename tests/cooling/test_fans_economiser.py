@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from twin.cooling.economiser import economiser_optimum
+from twin.cooling.economiser import cheapest_speed
 from twin.cooling.fans import containment_air_flow, fan_power_floor, fan_wall_power, server_fan_speed
 
 
@@ -28,13 +28,43 @@ def test_fan_wall_power_by_hand():
     assert containment_air_flow(10.0, 0.1) == pytest.approx(11.0)
 
 
-def test_economiser_optimum_matches_the_closed_form():
-    # P(s) = P_f s³ + Q (1 − s) / COP → s* = √(Q / (3 COP P_f))
+def test_cheapest_speed_matches_the_closed_form():
+    # P(s) = P_f s³ + Q (1 − s) / COP → s* = √(Q / (3 COP P_f)); searched from the heat-rejection
+    # table's 41-point grid, refined twice (bracket 0.05 → ≈ 2e-4)
     p_f, q, cop = 40e3, 300e3, 6.0
-    s = np.linspace(0.0, 1.0, 1001)
-    speed, total, _ = economiser_optimum(s, p_f * s ** 3, q * (1 - s), cop)
+    speed, total = cheapest_speed(lambda s: p_f * s ** 3 + q * (1 - s) / cop, np.linspace(0.0, 1.0, 41))
     s_star = np.sqrt(q / (3 * cop * p_f))
-    assert speed == pytest.approx(s_star, abs=1e-3)  # grid step
+    assert speed == pytest.approx(s_star, abs=3e-4)
     assert total == pytest.approx(p_f * s_star ** 3 + q * (1 - s_star) / cop, rel=1e-6)
     # a cheap chiller (high COP) makes slow fans the better deal; flat-out fans are not the answer
-    assert economiser_optimum(s, p_f * s ** 3, q * (1 - s), 30.0)[0] < speed < 1.0
+    assert cheapest_speed(lambda s: p_f * s ** 3 + q * (1 - s) / 30.0, np.linspace(0.0, 1.0, 41))[0] < speed < 1.0
+
+
+def test_cheapest_speed_against_a_brute_force_scan_with_staging_steps():
+    """A compressor whose power has a minimum-load kink and a step where a second chiller
+    starts (the trim crosses 90 % of one chiller) makes the total non-convex, with a local
+    minimum on each side of the step: the grid finds the global basin and the refinement its
+    minimum, as a scan of 200,001 speeds does (to the scan's step and the refinement's 2e-4)."""
+    p_f, q0, unit = 800e3, 1.2e6, 1.0e6
+
+    def compressor(q):
+        n = np.ceil(q / (0.9 * unit))  # chillers running
+        plr = np.divide(q, n * unit, out=np.zeros_like(q), where=n > 0)
+        eir = np.where(plr < 0.25, 0.40 * plr / 0.25, 0.33 + 0.17 * plr + 0.50 * plr ** 2)  # cycling below 25 %
+        return n * unit / 3.0 * eir
+
+    def cost(s):
+        return p_f * s ** 3 + compressor(q0 * (1.0 - 0.8 * s))
+
+    scan = np.linspace(0.0, 1.0, 200_001)
+    c = cost(scan)
+    best = scan[np.argmin(c)]
+    speed, total = cheapest_speed(cost, np.linspace(0.0, 1.0, 41))
+    assert total <= c.min() * (1 + 1e-6)
+    assert speed == pytest.approx(best, abs=3e-4)
+    # the step is a real choice: a local minimum inside each side (two chillers at low load on
+    # the left, one on the right), 45 kW apart, and the search takes the right one
+    left = scan < (q0 - 0.9 * unit) / (0.8 * q0)  # trim above one chiller's 90 %: two run
+    i_left, i_right = np.argmin(c[left]), np.argmin(c[~left])
+    assert 0 < i_left < left.sum() - 1 and 0 < i_right < (~left).sum() - 1
+    assert c[left].min() - c[~left].min() > 1e3 and speed > scan[left][-1]

@@ -122,18 +122,26 @@ class Chiller(Component):
             return t_db
         return (t_wb if self.tower else t_db) + self.sink_approach
 
-    def power(self, q_ch_fw: float, q_ch_chw: float, t_set: float, t_chw_set: float, t_db: float,
-              t_wb: float) -> float:
+    def power(self, q_ch_fw, q_ch_chw: float, t_set: float, t_chw_set: float, t_db: float,
+              t_wb: float):
         """Compressor power of the chillers trimming both circuits [W].
 
         Parameters
         ----------
-        q_ch_fw, q_ch_chw : float
-            Evaporator load of the facility-water trim and of the chilled water [W].
+        q_ch_fw : float or ndarray
+            Evaporator load of the facility-water trim [W]; an array gives the power at each
+            (the economiser's search, :meth:`twin.cooling.facility_water.FacilityWater.split`).
+        q_ch_chw : float
+            Evaporator load of the chilled water [W].
         t_set, t_chw_set : float
             Their leaving-water set-points [degC].
         t_db, t_wb : float
             Outdoor dry- and wet-bulb [degC].
+
+        Returns
+        -------
+        float or ndarray
+            Like ``q_ch_fw``.
 
         Notes
         -----
@@ -147,21 +155,26 @@ class Chiller(Component):
         chiller: the range follows the load; R_rated = the rating's 35.0 − 29.4 °C, taking the
         compressor's share of the condenser heat at its rated value).
         """
-        q = q_ch_fw + q_ch_chw
-        if self.chiller is None or not q > 0:
-            return 0.0
+        scalar = np.ndim(q_ch_fw) == 0
+        q_fw = np.atleast_1d(np.asarray(q_ch_fw, dtype=float))
+        if self.chiller is None:
+            return 0.0 if scalar else np.zeros_like(q_fw)
+        q_chw = np.full_like(q_fw, float(q_ch_chw))
+        q = q_fw + q_chw
         unit = self.chiller.capacity.si
-        n = int(stage_chillers(q, unit, self.chiller_count))
-        if n == 0:
-            return 0.0
-        plr = min(q / (n * unit), 1.0)
+        n = stage_chillers(q, unit, self.chiller_count)
+        cap = n * unit
+        on = (q > 0) & (n > 0)
+        plr = np.minimum(np.divide(q, cap, out=np.zeros_like(q), where=on), 1.0)
         t_sink = self.condenser(t_db, t_wb) + self.condenser_range * plr
-        t_leave = chiller_leaving_temperature(np.array([t_set, t_chw_set]), self.max_leaving)
+        t_leave = chiller_leaving_temperature(np.array([[t_set], [t_chw_set]]), self.max_leaving)
         cop = chiller_full_load_cop(t_leave, t_sink, self.evaporator_approach, self.condenser_approach,
                                     self.chiller.carnot_fraction.si, self.cop_max)
-        loads = np.array([q_ch_fw, q_ch_chw])
-        return float(chiller_power(loads, n * unit * loads / q, cop, self.part_load, self.min_load,
-                                   self.cycling).sum())
+        loads = np.stack([q_fw, q_chw])
+        share = np.divide(cap * loads, q, out=np.zeros_like(loads), where=on)
+        p = np.where(on, chiller_power(loads, share, cop, self.part_load, self.min_load,
+                                       self.cycling).sum(axis=0), 0.0)
+        return float(p[0]) if scalar else p
 
     def step(self, t: float, dt: float, state) -> None:
         fw, chw = state["facility.facility_water_step"], state["facility.chilled_water_step"]

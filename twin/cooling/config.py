@@ -136,11 +136,17 @@ class EconomiserSpec(_Strict):
     least ``min_useful``, and comes back once it could cool it by ``min_useful + hysteresis``.
     ``free_only`` locks the chillers out (both water circuits); ``chiller_only`` bypasses free
     cooling on the facility-water loop while a chiller is available.
+
+    ``fans``: while the chiller trims the facility water, ``optimal`` runs the free-cooling fans
+    at the speed with the least fan + compressor power (:mod:`twin.cooling.economiser`);
+    ``flat_out`` runs them at full speed (the classic series economiser). Without the chiller
+    both run the fans at the lowest speed that holds the set-point.
     """
 
     hysteresis: TemperatureDelta = 1.0
     min_useful: TemperatureMargin = 0.5
     mode: Literal[COOLING_MODES] = "auto"  # type: ignore[valid-type]
+    fans: Literal["optimal", "flat_out"] = "optimal"
 
 
 class CRAHSpec(_Strict):

@@ -16,7 +16,11 @@ Series economiser: free cooling first, the chiller trims the rest
 (:func:`~twin.cooling.plant.economiser_split`); the chiller starts when free cooling at full
 fans cannot hold the set-point and stops when it could hold it with ``hysteresis`` to spare;
 free cooling is bypassed (chiller only) when it would cool the return by less than
-``min_useful``. Pumps (variable primary) by the affinity law on Σ of the CDU primary flows.
+``min_useful``. While the chiller trims a held set-point, the fans run at the speed with the
+least fan + compressor power (``economiser.fans: optimal``, :meth:`FacilityWater.split`) or
+flat out (``flat_out``); the loop's temperature is the same either way (the set-point is held),
+only the split between free cooling and the chiller moves. Pumps (variable primary) by the
+affinity law on Σ of the CDU primary flows.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import numpy as np
 from twin.cooling.cdu import T_FACILITY_SUPPLY, T_FACILITY_SUPPLY_SET
 from twin.cooling.cdu_bank import lookup
 from twin.cooling.config import COOLING_MODES
-from twin.cooling.plant import economiser_split
+from twin.cooling.economiser import cheapest_speed
 from twin.cooling.volumes import relax1
 from twin.sim.component import Component, Control, Var
 from twin.units import CP_WATER, RHO_WATER
@@ -76,6 +80,8 @@ class FacilityWater:
         self.bank = bank
         eco = spec.economiser
         self.hysteresis, self.min_useful = eco.hysteresis, eco.min_useful
+        #: Fan policy while the chiller trims (``optimal`` or ``flat_out``).
+        self.fans = eco.fans
         #: Cooling mode (:data:`~twin.cooling.config.COOLING_MODES`), an operator's input.
         self.mode = eco.mode
         self.reset()
@@ -179,25 +185,97 @@ class FacilityWater:
             t = end
         return t, t_int / dt, r_int / dt
 
-    def split(self, law: dict, m_f: float, t_mean: float, r_mean: float):
-        """Free-cooling and chiller shares [W] of the water-side rejection R̄."""
+    def trim(self, law: dict, speed, t_mean: float, r_mean: float):
+        """Heat left for the chiller [W] with the free-cooling fans at ``speed`` [1] (ndarray:
+        air flow relative to the bank's design, within the step's table).
+
+        Series economiser (:func:`~twin.cooling.plant.economiser_split`) on the step's mean
+        return T̄ and water-side rejection R̄: free cooling brings the water to
+        T_free(s) = T_sink + r(s) (T̄ − T_sink) (r(s) interpolated in the step's outlet table),
+        not below the set-point; the chiller takes the rest,
+        q_ch(s) = R̄ (clip(T_free(s), T_set, T̄) − T_set) / (T̄ − T_set), non-increasing in s.
+        """
+        s_grid, r_grid = law["table"]
+        t_sink, t_set = law["t_sink"], self.t_set
+        speed = np.asarray(speed, dtype=float)
+        if t_mean <= t_set or r_mean <= 0:
+            return np.zeros_like(speed)
+        r = np.interp(speed, s_grid, r_grid)
+        t_free = t_sink + r * (t_mean - t_sink) if t_mean > t_sink else np.full_like(speed, t_mean)
+        return r_mean * (np.clip(t_free, t_set, t_mean) - t_set) / (t_mean - t_set)
+
+    def split(self, law: dict, t_mean: float, r_mean: float, fans=None, compressor=None,
+              spare: float = np.inf):
+        """Free-cooling and chiller shares [W] of the water-side rejection R̄, and the fan speed
+        of the free-cooling units where the economiser chose it.
+
+        Parameters
+        ----------
+        law : dict
+            The step's rejection law (:meth:`law`).
+        t_mean, r_mean : float
+            Mean loop temperature [degC] and water-side rejection [W] over the step.
+        fans, compressor : callable, optional
+            Fan power of the units at speeds s (ndarray → W) and the chillers' power at
+            facility-water trims q (ndarray → W); with both, and ``fans: optimal``, the speed is
+            chosen for the least fan + compressor power.
+        spare : float
+            Chiller capacity the facility-water trim may take [W] (what the chilled water does
+            not need); the search keeps the trim within it (or at the flat-out trim).
+
+        Returns
+        -------
+        q_free, q_chiller : float
+            [W].
+        speed : float or None
+            Relative air flow of the units [1]; None where the heat rejection sets it from the
+            set-point (:meth:`twin.cooling.rejection.HeatRejection.fan_speed`).
+
+        Notes
+        -----
+        While the chiller trims a held set-point, the fans' speed moves heat between free
+        cooling and the chiller without changing the loop: the total
+        P(s) = P_fan(s) + P_chiller(q_ch(s)) (:meth:`trim`) is minimised over the speeds whose
+        trim fits ``spare`` (:func:`~twin.cooling.economiser.cheapest_speed`: the step's table
+        grid with the speed where the trim reaches zero, refined twice on finer grids). Cube-law
+        fans against a trim that falls linearly, Q (1 − s), at a constant COP give
+        s* = √(Q / (3 COP P_f)).
+        """
         if r_mean <= 0:
-            return 0.0, 0.0
+            return 0.0, 0.0, None
         if not self.chiller_enabled:
-            return r_mean, 0.0
+            return r_mean, 0.0, None
         if not self.free_enabled:
-            return 0.0, r_mean
+            return 0.0, r_mean, None
         if law["name"] in ("free", "capped"):
             q_ch = min(law["q_cap"], r_mean)
-            return r_mean - q_ch, q_ch
-        t_sink, r = law["t_sink"], law["r_full"]
-        t_free = t_sink + r * (t_mean - t_sink) if t_mean > t_sink else t_mean
-        q_free, q_ch = economiser_split(m_f, t_mean, t_free, self.t_set)
-        total = float(q_free + q_ch)
-        if total <= 0:
-            return r_mean, 0.0
-        q_ch = r_mean * float(q_ch) / total
-        return r_mean - q_ch, q_ch
+            return r_mean - q_ch, q_ch, None
+        s_grid = law["table"][0]
+        if self.fans == "optimal" and fans is not None and compressor is not None:
+            speed = self._cheapest(law, t_mean, r_mean, fans, compressor, spare)
+            q_ch = float(self.trim(law, np.array([speed]), t_mean, r_mean)[0])
+            return r_mean - q_ch, q_ch, speed
+        q_ch = float(self.trim(law, s_grid[-1:], t_mean, r_mean)[0])  # flat out
+        return r_mean - q_ch, q_ch, None
+
+    def _cheapest(self, law, t_mean, r_mean, fans, compressor, spare) -> float:
+        """Speed with the least fan + compressor power among those whose trim fits ``spare``."""
+        s, r = law["table"]
+        t_sink = law["t_sink"]
+        if t_mean > t_sink:  # where free cooling alone reaches the set-point: the trim's kink
+            s = np.union1d(s, [self.bank.speed_for(s, r, (self.t_set - t_sink) / (t_mean - t_sink))])
+        q = self.trim(law, s, t_mean, r_mean)
+        cap = max(spare, float(q[-1]))
+        over = np.flatnonzero(q > cap)
+        if over.size:  # the lowest speed whose trim fits: q is linear in s between grid points
+            k = over[-1]
+            lo = float(np.interp(cap, [q[k + 1], q[k]], [s[k + 1], s[k]]))
+            s = np.concatenate([[lo], s[k + 1:]])
+
+        def cost(speed):
+            return fans(speed) + compressor(self.trim(law, speed, t_mean, r_mean))
+
+        return cheapest_speed(cost, s)[0]
 
 
 class FacilitySupply(Component):
@@ -252,34 +330,57 @@ class FacilityReturn(Component):
     """The facility water loop over a plant step with the heat the CDUs passed it: its end and
     mean temperatures, what the heat rejection removed and its free-cooling and chiller shares."""
 
-    inputs = ("facility.facility_water_law", "facility.q_cdus", "facility.chiller_available")
+    inputs = ("facility.facility_water_law", "facility.q_cdus", "facility.chiller_available",
+              "facility.heat_rejection_in_service", "facility.t_outdoor", "facility.t_wet_bulb",
+              "facility.chilled_water_step")
     outputs = (T_FACILITY_RETURN, FW_STEP, CHILLER_SPARE, STORED_FW)
     phase = "integration"
     plant_stage = 40
 
     @classmethod
     def from_plant(cls, plant):
-        return cls(plant.facility_water, plant.every)
+        return cls(plant.facility_water, plant.every, plant.chillers)
 
-    def __init__(self, water: FacilityWater, every: int = 1):
+    def __init__(self, water: FacilityWater, every: int = 1, chillers=None):
         self.water = water
         self.every = every
+        #: the chillers' power curve, for the economiser's fan-versus-compressor choice
+        self.chillers = chillers
 
     def initialise(self, state) -> None:
         state["facility.stored_facility_water"] = self.water.stored_heat()
+
+    def economiser(self, state, law: dict):
+        """Fan power, chiller power and the chillers' spare capacity for :meth:`FacilityWater.split`:
+        the facility water's units with the fans in service, the chillers staged with the
+        chilled water's load of the last plant step (the one a supervisory controller measures
+        when it decides; it comes later in this step)."""
+        if self.chillers is None:
+            return {}
+        try:
+            chw = state["facility.chilled_water_step"]
+            q_chw, t_chw_set = chw["q_ch_chw"], chw["t_chw_set"]
+        except KeyError:  # the first plant step: no chilled-water load yet
+            q_chw, t_chw_set = 0.0, law["t_set"]
+        in_service = state["facility.heat_rejection_in_service"]
+        t_db, t_wb = float(state["facility.t_outdoor"][0]), float(state["facility.t_wet_bulb"][0])
+        bank, chillers = self.water.bank, self.chillers
+        return {"fans": lambda s: bank.fan_power(s, in_service),
+                "compressor": lambda q: chillers.power(q, q_chw, law["t_set"], t_chw_set, t_db, t_wb),
+                "spare": law["q_cap"] - q_chw}
 
     def step(self, t: float, dt: float, state) -> None:
         fw, law = self.water, state["facility.facility_water_law"]
         m_f, t_fs, q_hx_total = law["m_f"], law["t_supply"], state["facility.q_cdus"]
         p_fac = fw.pump_specific * fw.m_f_design * (m_f / fw.m_f_design) ** 3
         tf_end, tf_mean, r_mean = fw.relax(fw.t_facility, q_hx_total + p_fac, law, dt)
-        q_free_fw, q_ch_fw = fw.split(law, m_f, tf_mean, r_mean)
+        q_free_fw, q_ch_fw, speed = fw.split(law, tf_mean, r_mean, **self.economiser(state, law))
         fw.t_facility = tf_end
         capacity = state["facility.chiller_available"]
         state["facility.chiller_spare"] = (0.0 if capacity <= 0 or fw.mode == "free_only"
                                            else max(capacity - q_ch_fw, 0.0))
         state["facility.facility_water_step"] = {"p_fac": p_fac, "tf_mean": tf_mean, "r_mean": r_mean,
-                                                 "q_free_fw": q_free_fw, "q_ch_fw": q_ch_fw}
+                                                 "q_free_fw": q_free_fw, "q_ch_fw": q_ch_fw, "speed": speed}
         state["facility.t_facility_return"] = np.array([
             t_fs + q_hx_total / (m_f * CP_WATER) if m_f > 0 else tf_mean])
         state["facility.stored_facility_water"] = fw.stored_heat()

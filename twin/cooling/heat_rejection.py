@@ -186,13 +186,17 @@ class HeatRejectionBank:
             return float(s[-1])
         return float(np.interp(r_target, r[::-1], s[::-1]))
 
-    def fan_power(self, speed: float, in_service: float = 1.0) -> float:
-        """Fan power at relative air flow ``speed`` (of the bank's design) with the fraction
-        ``in_service`` of the fans working [W]."""
+    def fan_power(self, speed, in_service: float = 1.0):
+        """Fan power at relative air flow ``speed`` (of the bank's design; float or ndarray) with
+        the fraction ``in_service`` of the fans working [W]: P = P_d w (s / w)³, w the fraction."""
         working = in_service
-        if working <= 0.0 or speed <= 0.0:
-            return 0.0
-        return float(fan_power(speed, working, self.p_fan * working))
+        if np.ndim(speed) == 0:
+            if working <= 0.0 or speed <= 0.0:
+                return 0.0
+            return float(fan_power(speed, working, self.p_fan * working))
+        if working <= 0.0:
+            return np.zeros(np.shape(speed))
+        return fan_power(np.maximum(speed, 0.0), working, self.p_fan * working)
 
     def solve(self, table, t_in: float, t_target: float, t_db: float, t_wb: float) -> dict:
         """Free cooling of water entering at ``t_in`` towards ``t_target`` [degC].

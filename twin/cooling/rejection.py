@@ -101,9 +101,13 @@ class HeatRejection(Component):
             self.state[IN_SERVICE.key] = self.in_service
 
     def fan_speed(self, law: dict, fw: dict) -> float:
-        """Relative air flow of the facility water's units over the step [1]."""
+        """Relative air flow of the facility water's units over the step [1]: the economiser's
+        choice where it made one (:meth:`~twin.cooling.facility_water.FacilityWater.split`), else
+        the lowest speed that holds the set-point (flat out when none does)."""
         speed = 0.0
-        if law["m_f"] > 0:
+        if fw["speed"] is not None:  # the economiser's choice (fan + compressor power)
+            speed = fw["speed"]
+        elif law["m_f"] > 0:
             if law["free_enabled"]:
                 t_sink, tf_mean, t_set = law["t_sink"], fw["tf_mean"], law["t_set"]
                 if tf_mean > t_set and tf_mean > t_sink:
