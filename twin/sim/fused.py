@@ -113,7 +113,10 @@ class FusedLoop:
         self.x = np.empty(0)
         self.y = np.empty((int(self.g_m.max()) + 2) * SLED_CHUNK)
         self.rack_p = np.empty(0)  # each rack's DC demand per sub-step (sub-steps × racks)
-        self.e = np.empty(sy.n_devices)  # each device's leakage factor at its die temperature
+        self.e = np.empty(sy.n_devices)  # each device's leakage factor at its die temperature,
+        self.t_e = np.full(sy.n_devices, np.nan)  # the die temperature it is for (NaN: none yet)
+        self.T = None  # the sleds' node temperatures end to end (racks.T are views of it)
+        self._q = ((), np.empty(0))  # (the boundary heat arrays, end to end)
         self._w = (None, None)  # (the integrator blocks the flat propagators were built from, arrays)
         _warm()  # compile (or load from numba's cache) now, while the simulation is built
 
@@ -180,8 +183,12 @@ class FusedLoop:
         st, racks, gov = q.sim.state, q.racks, q.governors
         ch = self.chip
         W, c_g, c_i0, c_ns, c_w0, c_x0 = self._propagators(racks.integrator)
-        T = np.concatenate([t.ravel() for t in racks.T])
-        Q = np.concatenate([b.ravel() for b in racks.q_base])
+        T = self.T  # (the last call's, unless a step outside the loop replaced some group's)
+        if T is None or not all(t.base is T for t in racks.T):
+            T = self.T = np.concatenate([t.ravel() for t in racks.T])
+        if len(self._q[0]) != len(racks.q_base) or not all(a is b for a, b in zip(self._q[0], racks.q_base)):
+            self._q = (tuple(racks.q_base), np.concatenate([b.ravel() for b in racks.q_base]))
+        Q = self._q[1]
         clock_lim = np.array(st["device.clock_limit"], dtype=float)
         off = np.array(st["device.tripped"], dtype=np.bool_)
         gov_trip = np.array(gov.tripped, dtype=np.bool_)
@@ -198,7 +205,7 @@ class FusedLoop:
             CLOCK_NEWTON_STEPS, float(h), self.rack_dev, np.ascontiguousarray(fixed_rack, dtype=float),
             rack_limit, self.g_kd, self.g_m, self.g_sled, self.g_t, self.g_dev, self.sleds, self.devices,
             self.g_hbm, self.hbm_node, self.hbm_slot, W, c_g, c_i0, c_ns, c_w0, c_x0, Q, T, clock_lim, off, gov_trip, thermal, power, racks.t_die, racks.t_die_peak,
-            self.x, self.y, self.e, self.rack_p, out["device.p"], out["device.p_step"], out["device.clock"], out["device.t_die"],
+            self.x, self.y, self.e, self.t_e, self.rack_p, out["device.p"], out["device.p_step"], out["device.clock"], out["device.t_die"],
             out["device.throttled"], out["device.clock_limit"], out["device.tripped"], out["t_cool"], out["t_air"], t_hbm)
         # the state as after the last step taken
         start = 0
@@ -276,25 +283,29 @@ def _warm() -> None:
     f, i, b = np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_)
     f2, f3, b2 = np.zeros((0, 1)), np.zeros((0, 1, 1)), np.zeros((0, 1), dtype=np.bool_)
     _compiled()(f3, i, np.zeros(1, dtype=np.int32), np.zeros((1, 15)), 0.0, 0.0, 0.0, 0.0, 1, 1.0, np.zeros(2, dtype=np.int64), f, f,
-                *(i,) * 10, f, *(i,) * 5, f, f, f, b, b, f, f, f, f, f, f, f, f, f3, f2, f2, f2, b2, f2, b2, f2, f2, f2)
+                *(i,) * 10, f, *(i,) * 5, f, f, f, b, b, f, f, f, f, f, f, f, f, f, f3, f2, f2, f2, b2, f2, b2, f2, f2,
+                f2)
 
 
 def _loop(U, watch, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, rack_dev, fixed_rack, rack_limit, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node,
           hbm_slot, W, c_g, c_i0, c_ns, c_w0, c_x0, Q, T, clock_lim, off, gov_trip, thermal, power, t_die, t_die_peak,
-          x, y, e, rack_p, P, p_step, clock_out, t_die_out, throttled_out, clock_limit_out, tripped_out, t_cool, t_air,
-          t_hbm):
+          x, y, e, t_e, rack_p, P, p_step, clock_out, t_die_out, throttled_out, clock_limit_out, tripped_out, t_cool,
+          t_air, t_hbm):
     """``U.shape[0]`` steps of the feedback loop; returns the number taken (a step whose
     shelves come within the margin of ``rack_limit`` is not taken, nor one that starts with a
     device of ``watch`` below full clock or tripped): chip power with the shelves' test
     (:func:`_power`), the sled networks (:func:`_sleds`) and the governors (:func:`_govern`),
     each step. The node temperatures ``T`` are held node by node in the chunks' inputs ``x``
     over the steps (:func:`_chunks`). ``e`` holds each device's leakage factor at its die
-    temperature (:func:`twin.power.compiled.leak_factor`): computed here for the first step,
-    then by the governors for the next. Chip figures: row ``kind[d]`` of ``tab``
+    temperature (:func:`twin.power.compiled.leak_factor`): computed here for the first step
+    where the die temperature is not ``t_e``'s (the one the factor was last computed for: a
+    block after a block keeps the factors, the same numbers), then by the governors for the
+    next. Chip figures: row ``kind[d]`` of ``tab``
     (:class:`NumbaChip`)."""
     for d in range(t_die.size):
-        k = kind[d]
-        e[d] = _dev.leak_factor(t_die[d], tab[k, 3], tab[k, 4])
+        if t_die[d] != t_e[d]:  # (else e[d] holds the factor at t_die[d] already: the last call's)
+            k = kind[d]
+            e[d] = _dev.leak_factor(t_die[d], tab[k, 3], tab[k, 4])
     _chunks_jit(True, g_kd, g_m, g_sled, g_t, g_hbm, hbm_node, c_g, c_i0, c_ns, c_x0, Q, T, x, y.size // (g_m.max() + 2))
     n = U.shape[0]
     for j in range(U.shape[0]):
@@ -316,6 +327,8 @@ def _loop(U, watch, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, 
                     gov_trip, thermal, power, t_die, t_die_peak, e, t_die_out, throttled_out, clock_limit_out,
                     tripped_out)
     _chunks_jit(False, g_kd, g_m, g_sled, g_t, g_hbm, hbm_node, c_g, c_i0, c_ns, c_x0, Q, T, x, y.size // (g_m.max() + 2))
+    for d in range(t_die.size):  # (the governors left e at the die temperatures)
+        t_e[d] = t_die[d]
     return n
 
 
