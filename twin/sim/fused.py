@@ -198,6 +198,7 @@ class FusedLoop:
         rack_limit = np.ascontiguousarray(capacity * (1.0 - SHELF_MARGIN), dtype=float)
         watch = _NONE if watch is None else np.ascontiguousarray(watch, dtype=np.int64)
         t_hbm = out["device.t_hbm"] if self.hbm else _NO_HBM
+        hbm_peak = np.array(racks.t_hbm_peak, dtype=float) if self.hbm else _NONE_F  # (a copy: the loop keeps it)
         if self.rack_p.size != U.shape[1] * self.n_racks:
             self.rack_p = np.empty(U.shape[1] * self.n_racks)
         n = _compiled()(
@@ -206,7 +207,8 @@ class FusedLoop:
             rack_limit, self.g_kd, self.g_m, self.g_sled, self.g_t, self.g_dev, self.sleds, self.devices,
             self.g_hbm, self.hbm_node, self.hbm_slot, W, c_g, c_i0, c_ns, c_w0, c_x0, Q, T, clock_lim, off, gov_trip, thermal, power, racks.t_die, racks.t_die_peak,
             self.x, self.y, self.e, self.t_e, self.rack_p, out["device.p"], out["device.p_step"], out["device.clock"], out["device.t_die"],
-            out["device.throttled"], out["device.clock_limit"], out["device.tripped"], out["t_cool"], out["t_air"], t_hbm)
+            out["device.throttled"], out["device.clock_limit"], out["device.tripped"], out["t_cool"], out["t_air"], t_hbm,
+            hbm_peak)
         # the state as after the last step taken
         start = 0
         for i, t in enumerate(racks.T):
@@ -218,7 +220,7 @@ class FusedLoop:
         st["device.tripped"] = off
         if self.hbm and n:  # (as RackThermal.integrate: each step's a new array, the peak its running fmax)
             racks.t_hbm = t_hbm[n - 1]
-            racks.t_hbm_peak = np.fmax(racks.t_hbm_peak, np.fmax.reduce(t_hbm[:n], axis=0))
+            racks.t_hbm_peak = hbm_peak
             st["device.t_hbm"] = racks.t_hbm
         return int(n)
 
@@ -257,6 +259,7 @@ class NumbaChip:
 _COMPILED = None
 _NONE = np.zeros(0, dtype=np.int64)
 _NO_HBM = np.zeros((0, 0))
+_NONE_F = np.zeros(0)
 
 
 def _compiled():
@@ -284,13 +287,13 @@ def _warm() -> None:
     f2, f3, b2 = np.zeros((0, 1)), np.zeros((0, 1, 1)), np.zeros((0, 1), dtype=np.bool_)
     _compiled()(f3, i, np.zeros(1, dtype=np.int32), np.zeros((1, 15)), 0.0, 0.0, 0.0, 0.0, 1, 1.0, np.zeros(2, dtype=np.int64), f, f,
                 *(i,) * 10, f, *(i,) * 5, f, f, f, b, b, f, f, f, f, f, f, f, f, f, f3, f2, f2, f2, b2, f2, b2, f2, f2,
-                f2)
+                f2, f)
 
 
 def _loop(U, watch, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, rack_dev, fixed_rack, rack_limit, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node,
           hbm_slot, W, c_g, c_i0, c_ns, c_w0, c_x0, Q, T, clock_lim, off, gov_trip, thermal, power, t_die, t_die_peak,
           x, y, e, t_e, rack_p, P, p_step, clock_out, t_die_out, throttled_out, clock_limit_out, tripped_out, t_cool,
-          t_air, t_hbm):
+          t_air, t_hbm, t_hbm_peak):
     """``U.shape[0]`` steps of the feedback loop; returns the number taken (a step whose
     shelves come within the margin of ``rack_limit`` is not taken, nor one that starts with a
     device of ``watch`` below full clock or tripped): chip power with the shelves' test
@@ -322,7 +325,7 @@ def _loop(U, watch, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, 
             n = j
             break
         _sleds_jit(j, g_kd, g_m, g_sled, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slot, W, c_g, c_i0, c_ns, c_w0,
-                   c_x0, p_step, x, y, t_cool, t_air, t_hbm, t_die_out)
+                   c_x0, p_step, x, y, t_cool, t_air, t_hbm, t_hbm_peak, t_die_out)
         _govern_jit(j, U, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, clock_lim, off,
                     gov_trip, thermal, power, t_die, t_die_peak, e, t_die_out, throttled_out, clock_limit_out,
                     tripped_out)
@@ -416,14 +419,16 @@ def _power(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit,
 
 
 def _sleds(j, g_kd, g_m, g_sled, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slot, W, c_g, c_i0, c_ns, c_w0, c_x0,
-           p_step, x, y, t_cool, t_air, t_hbm, t_die_out):
+           p_step, x, y, t_cool, t_air, t_hbm, t_hbm_peak, t_die_out):
     """Every sled network over step ``j``: ``[T | q + p] @ W`` per sled (each column summed
     over the rows in order), as ``ExponentialIntegrator.step``; new node temperatures into
     the chunks' inputs ``x``, the new die temperatures into ``t_die_out[j]`` (the governors
     take them from there), step-mean coolant and air temperatures into ``t_cool[j]``,
-    ``t_air[j]``, the HBM nodes' temperatures into ``t_hbm[j]`` at their devices (the device
-    power enters on the die rows, the HBM nodes' share of it folded into those rows of W; the
-    HBM floor's offset enters on the HBM rows, with the boundaries).
+    ``t_air[j]``, the HBM nodes' temperatures into ``t_hbm[j]`` at their devices and their
+    running peak into ``t_hbm_peak`` (``np.fmax``'s: the larger, or the one that is not NaN;
+    the same as the block's ``np.fmax.reduce`` after it, since a maximum does not round) (the
+    device power enters on the die rows, the HBM nodes' share of it folded into those rows of
+    W; the HBM floor's offset enters on the HBM rows, with the boundaries).
 
     Of the heat input ``q`` only the die rows (device power), the HBM rows (the floor's offset,
     ``Q``) and the coolant and air nodes (boundaries, ``Q``) are not zero: the product runs over
@@ -458,7 +463,12 @@ def _sleds(j, g_kd, g_m, g_sled, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slo
             t_air[j, sl] = y[_u((m + 1) * chunk + s)]
             d0 = dev0 + s * kd
             for c in range(g_hbm[g], g_hbm[g + 1]):
-                t_hbm[j, devices[_u(d0 + hbm_slot[c])]] = y[_u(hbm_node[c] * chunk + s)]
+                dh = _u(devices[_u(d0 + hbm_slot[c])])
+                th = y[_u(hbm_node[c] * chunk + s)]
+                t_hbm[j, dh] = th
+                peak = t_hbm_peak[dh]
+                if th > peak or peak != peak:  # (np.fmax: the larger, or the one that is not NaN)
+                    t_hbm_peak[dh] = th
             for c in range(kd):
                 t_new[devices[_u(d0 + c)]] = y[_u(c * chunk + s)]
 
