@@ -126,18 +126,27 @@ def _block_sums(U, w, p_step, t_die, throttled, off, off_before, clock, bins, uw
         e_step[j] = pairwise_sum(p_step[j], 0, n)
         demand[j] = pairwise_sum(uw, 0, n)
         lost_step[j] = pairwise_sum(lost, 0, n)
-        c = 0
-        any_off = False
         for b in range(job_p.shape[1]):
             job_p[j, b] = 0.0
+        # each job's power in device order (bincount's additions), summed in a local variable
+        # over each run of devices of one owner instead of through the array element (a chain
+        # of stores and loads); the counts and the maximum ride along
+        b = bins[0] if n else 0
+        acc = 0.0
+        c = 0
+        any_off = False
+        m = t_max
         for d in range(n):
-            job_p[j, bins[d]] += p_step[j, d]
-            if throttled[j, d]:
-                c += 1
-            if off[j, d]:
-                any_off = True
-            if t_die[j, d] > t_max:
-                t_max = t_die[j, d]
+            if bins[d] != b:
+                job_p[j, b] = acc
+                b = bins[d]
+                acc = job_p[j, b]
+            acc += p_step[j, d]
+            c += throttled[j, d]
+            any_off |= off[j, d]
+            m = max(m, t_die[j, d])  # (a NaN is never the maximum, as with ``>``)
+        job_p[j, b] = acc
+        t_max = m
         n_thr[j] = c
         tripped[j] = any_off
     return t_max
