@@ -100,7 +100,13 @@ def _sled_sums(P, starts, out):
             for i in range(m):
                 a = starts[i]
                 b = starts[i + 1] if i + 1 < m else n
-                out[j, s, i] = row[a] if b - a == 1 else row[a] + pairwise_sum(row, a + 1, b - a - 1)
+                if b - a <= 8:  # (fewer than 8 after the first: pairwise's plain running sum, inline)
+                    r = -0.0
+                    for d in range(a + 1, b):
+                        r += row[d]
+                    out[j, s, i] = row[a] if b - a == 1 else row[a] + r
+                else:
+                    out[j, s, i] = row[a] + pairwise_sum(row, a + 1, b - a - 1)
 
 
 def _block_sums(U, w, p_step, t_die, throttled, off, off_before, clock, bins, uw, lost, job_p,

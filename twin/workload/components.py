@@ -44,6 +44,7 @@ class Demand(Component):
         self.workload = workload
         self.ever_used = np.zeros(workload.n_devices, dtype=bool)  # demanded utilisation ever above 0
         self._all_used = False  # every device's demand has been above 0 (nothing more to mark)
+        self._unused = None  # the devices not marked yet, once they are few (:meth:`mark_used`)
         jobs = workload.jobs
         if jobs is not None:
             n_cdu = int(jobs.system.cdu_name.size)
@@ -95,10 +96,22 @@ class Demand(Component):
             self._all_used = bool(self.ever_used.all())
 
     def mark_used(self, u) -> None:
-        """Mark the devices with demand above 0 in ``u`` (steps, n_sub, devices)."""
-        if not self._all_used:
+        """Mark the devices with demand above 0 in ``u`` (steps, n_sub, devices). Once few are
+        left unmarked (an eighth or less: the idle devices of a large system, say), only those
+        are read."""
+        if self._all_used:
+            return
+        left = self._unused
+        if left is None:
             self.ever_used |= u.max(axis=(0, 1)) > 0
-            self._all_used = bool(self.ever_used.all())
+            left = np.flatnonzero(~self.ever_used)
+            if 8 * left.size <= self.ever_used.size:
+                self._unused = left
+        else:
+            hit = u[..., left].max(axis=(0, 1)) > 0
+            self.ever_used[left[hit]] = True
+            self._unused = left = left[~hit]
+        self._all_used = left.size == 0
 
 
 class JobAccounting(Component):
