@@ -179,6 +179,13 @@ class ProfileWorkload:
         #: of every node at a constant stride): writing a block of steps costs a strided copy
         #: instead of a scatter of (steps × devices) values.
         self._where = [Selection(idx) if kind != "replay" else None for kind, _, idx in self.rules]
+        covered = np.zeros(self.n, dtype=bool)
+        for kind, _, idx in self.rules:
+            if kind != "replay":
+                covered[idx] = True
+        #: Some device is left to 0 by every profile and constant rule (else every value of a
+        #: block is written by a rule, and the block needs no zeroing first).
+        self._zero = not covered.all()
 
     def warnings(self, t_end: float) -> list[str]:
         """Replay files that end before the run does (their last values are held)."""
@@ -189,7 +196,7 @@ class ProfileWorkload:
     def demand(self, t0: float, h: float, n: int) -> np.ndarray:
         """Step-mean demanded utilisation for ``n`` steps from ``t0`` (shape (n, devices)) [1]."""
         t = t0 + h * np.arange(n)
-        u = np.zeros((n, self.n))
+        u = np.zeros((n, self.n)) if self._zero else np.empty((n, self.n))
         for (kind, spec, idx), where in zip(self.rules, self._where):
             if kind == "constant":
                 where.put(u, spec)
