@@ -123,10 +123,11 @@ def test_phoenix_with_plant_pg25_against_water_by_hand():
     (1 − s) ρ/ρ_w + s (ρ/ρ_w)^0.75 (μ/μ_w)^0.25 = 1.115):
 
     - each GB300 die, steady: T_die = 42 + ΣP_liquid,tray / (Q_tray ρ_w c_p,w · heat)
-      + P (r_jc + r_conv,ref (Q_ref / Q_plate)^0.4 / F), Q_tray and Q_plate the catalogue's volume
-      flows (the same on both coolants: the loop is balanced for them), ρ_w c_p,w the model's
-      water constants, P each device's power in its run — within 0.01 K (steady after 2 h to far
-      less); PG25 runs the hottest GPU ~4 K warmer;
+      + P r_conv,ref (Q_ref / Q_plate)^0.4 / F + (P − P_hbm) r_jc, Q_tray and Q_plate the
+      catalogue's volume flows (the same on both coolants: the loop is balanced for them),
+      ρ_w c_p,w the model's water constants, P each device's power in its run, P_hbm its HBM
+      stacks' share (floor + full-bandwidth power × (P − P_idle)/(TDP − P_idle)) — within
+      0.01 K (steady after 2 h to far less); PG25 runs the hottest GPU ~4 K warmer;
     - CDU pumps: the loop pressure under differential-pressure control × the resistance factor at
       the speed and efficiency the pump curve gives (as for water in test_facility_balance.py;
       on PG25 the curve's pressures × ρ/ρ_w: the same head), within 1e-9 (same formulas written
@@ -178,8 +179,10 @@ def test_phoenix_with_plant_pg25_against_water_by_hand():
         gpu = np.array([k == "gb300" for k in sy.device_kind[g.devices[0]]])
         p_liquid = p[g.devices[:, g.liquid]].sum(axis=1)[:, None]
         t_coolant = 42.0 + p_liquid / (q_tray * RHO_WATER * CP_WATER * h)
-        hand = t_coolant + p[g.devices[:, gpu]] * (
-            chip.r_jc.si + chip.r_conv_ref.si * (chip.flow_ref.si / q_plate) ** chip.convection_exponent.si / f_conv)
+        p_gpu = p[g.devices[:, gpu]]
+        p_hbm = chip.hbm_idle_power.si + chip.hbm_active_power.si * (p_gpu - chip.p_idle.si) / (chip.tdp.si - chip.p_idle.si)
+        hand = (t_coolant + p_gpu * chip.r_conv_ref.si * (chip.flow_ref.si / q_plate) ** chip.convection_exponent.si / f_conv
+                + (p_gpu - p_hbm) * chip.r_jc.si)
         assert sim.t_die[g.devices[:, gpu]] == pytest.approx(hand, abs=0.01)
         hottest[coolant] = float(sim.t_die[g.devices[:, gpu]].max())
         # the CDU's pumps at the run's volume flow

@@ -222,13 +222,17 @@ def _fine_series(text):
 
 def test_device_series_follow_the_threshold_and_the_flag(quick):
     n = quick.system.n_devices
-    recorded = quick.state.recorded("device")  # (no HBM nodes here: no device.t_hbm)
-    n_dev_metrics = sum(1 for g, v in METRICS if g == "device" and v in recorded)
-    assert _fine_series(scrape_text(quick)) == n * n_dev_metrics  # 290 < 2,000: on by default
+    recorded = quick.state.recorded("device")
+    # every device has a series of each recorded device metric but the memory temperature, which
+    # only the 144 Trainium3 with an HBM node have
+    n_hbm = int(np.isfinite(quick.racks.t_hbm).sum())
+    assert "t_hbm" in recorded and n_hbm == 144
+    n_series = n * sum(1 for g, v in METRICS if g == "device" and v in recorded and v != "t_hbm") + n_hbm
+    assert _fine_series(scrape_text(quick)) == n_series  # 290 < 2,000: on by default
     assert _fine_series(scrape_text(quick, device_threshold=n)) == 0  # at the threshold: off
-    assert _fine_series(scrape_text(quick, device_threshold=n + 1)) == n * n_dev_metrics
+    assert _fine_series(scrape_text(quick, device_threshold=n + 1)) == n_series
     assert _fine_series(scrape_text(quick, devices=False)) == 0
-    assert _fine_series(scrape_text(quick, devices=True, device_threshold=1)) == n * n_dev_metrics
+    assert _fine_series(scrape_text(quick, devices=True, device_threshold=1)) == n_series
     # Without device series the whole scrape stays small; per-kind summaries remain.
     small = samples(scrape_text(quick, devices=False))
     assert sum(len(v) for v in small.values()) < 150

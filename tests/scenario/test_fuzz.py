@@ -97,6 +97,8 @@ def _check_runs(loaded) -> None:
                 values = np.where(np.broadcast_to(no_liquid[group], values.shape), 0.0, values)
             if name == "pue":
                 values = values[~np.isnan(values)]  # undefined while no IT power is drawn
+            if (group, name) == ("device", "t_hbm"):  # NaN for devices without an HBM node
+                values = values[..., np.isfinite(sim.racks.t_hbm_peak)]
             assert np.isfinite(values).all(), (group, name, values)
             if name.startswith("t_"):
                 assert (values > -273.15).all() and (values < 1000.0).all(), (group, name, values)

@@ -213,11 +213,11 @@ FUSED = {
     # the mixed hall at one rack of each kind (548 devices): a Trn3 gang, a GB300 inference pool
     # (9 replicas of 8, Poisson arrivals at a 100 ms workload step, started at 25 s: the block
     # before it stops at its start) and Graviton batch; the pool is served ahead for each block
-    # while it runs at full clock. On 68 degC water at 100 requests/s its GPUs slow within
+    # while it runs at full clock. On 70 degC water at 100 requests/s its GPUs slow within
     # 20 s: the block that reaches that step stops there and the pool is put back as after the
     # steps taken (its request table, tokens and progress then come from clocks a few ulp apart)
     "mixed-hall": ("mixed-hall.yaml", _mixed("34 degC", "40 1/s", "25 s")),
-    "mixed-hall-hot": ("mixed-hall.yaml", _mixed("68 degC", "100 1/s", "0 s")),
+    "mixed-hall-hot": ("mixed-hall.yaml", _mixed("70 degC", "100 1/s", "0 s")),
 }
 
 
@@ -272,7 +272,7 @@ def test_fused_loop_is_the_reference(case):
     assert (fast.governors.first_throttle, fast.governors.first_trip) == (ref.governors.first_throttle,
                                                                           ref.governors.first_trip)
     if ref.racks.hbm:  # the HBM nodes' running peak (the KPIs' t_hbm_max), NaN where a device has none
-        assert "t_hbm" in tb["device"].data_vars
+        assert "device" not in tb.children or "t_hbm" in tb["device"].data_vars  # (recorded unless off)
         np.testing.assert_allclose(fast.racks.t_hbm_peak, ref.racks.t_hbm_peak, rtol=1e-11, equal_nan=True)
     if ref.jobs is not None:  # progress and tokens to the bit while the gangs run at full clock (a
         # throttled gang's clocks come from die temperatures a few ulp apart: 1e-11 relative)

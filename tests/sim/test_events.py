@@ -97,7 +97,7 @@ def test_rack_power_limit_is_held_by_capping():
             "record": {"rack": "1 s", "device": "10 s"}}
     sim, tree = _run(over)
     p = tree["rack"]["p_ac"].values
-    assert p[:5].max() > 80e3
+    assert p[:5].max() > 1.05 * 75e3  # above the limit before the governor acts
     np.testing.assert_allclose(p[-60:], 75e3, rtol=0.01)
     assert float(tree["rack"]["capped"][-60:].mean()) == 1.0
     assert summary(sim)["capped_rack_seconds"] > 0

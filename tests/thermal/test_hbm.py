@@ -125,16 +125,20 @@ def test_hbm_power_is_the_floor_at_idle_and_floor_plus_bits_at_tdp():
     assert (s, c) == pytest.approx((0.2, 10.0), rel=1e-14)
 
 
-#: Chips with HBM figures: stacks, GB per stack (capacity / stacks, the datasheets' totals) and
-#: energy per bit moved [pJ/bit], for the hand calculation the catalogue's figures must meet.
+#: Chips with HBM figures: stacks, GB per stack (capacity / stacks, the datasheets' totals), dies
+#: per stack and energy per bit moved [pJ/bit], for the hand calculation the catalogue's figures
+#: must meet.
 HBM_HAND = {
-    "a100-sxm": (5, 16, 3.9),
-    "a100-pcie": (5, 16, 3.9),
-    "h100-sxm": (5, 16, 3.9),
-    "h100-pcie": (5, 16, 3.9),
-    "h200": (6, 24, 3.9),
-    "b200": (8, 24, 3.9),
-    "gb200": (8, 24, 3.9),
+    "a100-sxm": (5, 16, 8, 3.9),
+    "a100-pcie": (5, 16, 8, 3.9),
+    "h100-sxm": (5, 16, 8, 3.9),
+    "h100-pcie": (5, 16, 8, 3.9),
+    "h200": (6, 24, 8, 3.9),
+    "b200": (8, 24, 8, 3.9),
+    "gb200": (8, 24, 8, 3.9),
+    "gb300": (8, 36, 12, 3.9),  # 288 GB: NVIDIA's "8S HBM3e 12H"
+    "trn2": (4, 24, 12, 3.9),  # 96 GiB on 4 stacks (AWS Neuron docs); 24 GB HBM3 is 12 × 16 Gbit
+    "trn3": (4, 36, 12, 3.9),  # 144 GiB HBM3E on 4 stacks
 }
 
 
@@ -148,15 +152,84 @@ def test_every_chip_with_hbm_figures_has_its_hand_calculation():
 @pytest.mark.parametrize("name", sorted(HBM_HAND))
 def test_catalogue_hbm_power_is_the_hand_calculation(name):
     """Floor = stacks × (1.0 W base die and PHYs + 0.03 W/GB refresh and standby); full
-    bandwidth = E_bit · 8 · hbm_bandwidth. Within 0.1 W: the catalogue rounds to 0.1 W."""
+    bandwidth = E_bit · 8 · hbm_bandwidth (within 0.051 W: the catalogue rounds to 0.1 W);
+    r_hbm = (0.4 K/W through an 8-high stack, 0.6 K/W 12-high, + 0.1 K/W interface) / stacks
+    (within 0.0006 K/W: the catalogue rounds to 0.001 K/W); the capacity is stacks × GB."""
     from twin.catalog import load_catalog
 
     chip = load_catalog().chips[name]
-    stacks, gb, e_bit = HBM_HAND[name]
+    stacks, gb, high, e_bit = HBM_HAND[name]
+    assert chip.hbm_capacity.si / 1e9 == pytest.approx(stacks * gb, rel=0.08)  # (GB or GiB: 7.4 %)
     assert chip.hbm_idle_power.si == pytest.approx(stacks * (1.0 + 0.03 * gb), abs=0.051)
+    assert chip.r_hbm.si == pytest.approx(({8: 0.4, 12: 0.6}[high] + 0.1) / stacks, abs=0.0006)
     assert chip.hbm_active_power.si == pytest.approx(e_bit * 1e-12 * 8 * chip.hbm_bandwidth.si, abs=0.051)
     # at idle the stacks draw their floor; at the TDP the floor plus the full bandwidth's power
     args = (chip.p_idle.si, chip.tdp.si, chip.hbm_idle_power.si, chip.hbm_active_power.si)
     assert hbm_power(chip.p_idle.si, *args) == pytest.approx(chip.hbm_idle_power.si, rel=1e-12)
     assert hbm_power(chip.tdp.si, *args) == pytest.approx(chip.hbm_idle_power.si + chip.hbm_active_power.si,
                                                           rel=1e-12)
+
+
+#: The README's table of die and HBM temperatures at TDP: chip → (scenario whose rack carries it,
+#: label, the supplies: coolant for liquid-cooled chips, inlet air for air-cooled ones [degC]).
+AT_TDP = {
+    "gb300": ("gb300-rack.yaml", "GB300, 1,400 W", (30.0, 40.0, 45.0)),
+    "trn3": ("quickstart.yaml", "Trainium3, 1,000 W", (30.0, 40.0, 45.0)),
+    "trn2": ("trn2-training.yaml", "Trainium2, 500 W (air)", (25.0, 35.0)),
+}
+
+
+def _at_tdp(name, supply):
+    """Steady die, plate and HBM temperatures [degC] and the stacks' power [W] of the first
+    device ``name`` in its rack's first sled, every device of the sled at its TDP, the sled on
+    its rack's catalogue flows (the direct solve of L T = q + b T_in)."""
+    from tests.conftest import SCENARIOS
+    from twin.scenario import load_scenario
+    from twin.sim.build import build_system
+    from twin.thermal.network import conductance_matrices
+
+    loaded = load_scenario(SCENARIOS / AT_TDP[name][0])
+    cat, sy = loaded.catalog, build_system(loaded.scenario, loaded.catalog)
+    g = next(g for g in sy.groups if name in sy.device_kind[g.devices[0]])
+    kinds = list(sy.device_kind[g.devices[0]])
+    j = kinds.index(name)
+    liquid = bool(g.liquid[j])
+    s0 = g.sleds[0]
+    m_c = sy.sled_m_coolant[s0] if g.liquid.any() else 1.0  # (an all-air sled: any coolant flow)
+    L, b = conductance_matrices(g, np.array([m_c]), np.array([sy.sled_m_air[s0]]))
+    p = np.array([cat.chips[k].tdp.si for k in kinds])
+    q = g.heat_offset()  # the package power on the die rows, the floor's offset on the HBM rows
+    q[: g.k] = p
+    q = g.split(q)
+    q[g.cool] += b[0, g.cool] * (supply if liquid else 30.0)
+    q[g.air] += b[0, g.air] * (25.0 if liquid else supply)
+    T = np.linalg.solve(L[0], q)
+    p_hbm = hbm_power(p[j], *(getattr(cat.chips[name], f).si for f in ("p_idle", "tdp", "hbm_idle_power",
+                                                                        "hbm_active_power")))
+    return T[j], T[g.k + j], T[g.hbm[list(g.hbm_slot).index(j)]], p_hbm, cat.chips[name]
+
+
+@pytest.mark.parametrize("name", sorted(AT_TDP))
+def test_readme_die_and_hbm_at_tdp(name):
+    """At TDP the stacks draw floor + full bandwidth, so beside the shared plate
+    T_die = T_plate + (P − P_hbm) r_jc and T_hbm = T_plate + P_hbm r_hbm (1e-9 K: the solve is
+    these series resistances); the README's row is these temperatures and their margins to the
+    throttle point and t_hbm_max, to the printed 0.1 K."""
+    scenario, label, supplies = AT_TDP[name]
+    rows = [_at_tdp(name, t) for t in supplies]
+    for die, plate, hbm, p_hbm, chip in rows:
+        assert p_hbm == pytest.approx(chip.hbm_idle_power.si + chip.hbm_active_power.si, rel=1e-12)
+        assert die == pytest.approx(plate + (chip.tdp.si - p_hbm) * chip.r_jc.si, abs=1e-9)
+        assert hbm == pytest.approx(plate + p_hbm * chip.r_hbm.si, abs=1e-9)
+    chip = rows[0][4]
+
+    def col(values, unit):
+        return " / ".join(f"{v:.1f}".replace("-", "−") for v in values) + f" {unit}"
+
+    medium = "°C water" if chip.cooling == "liquid" else "°C inlet"
+    row = (f"| {label} | {' / '.join(f'{t:.0f}' for t in supplies)} {medium} | {col([r[0] for r in rows], '°C')} | "
+           f"{col([r[2] for r in rows], '°C')} | {col([chip.t_throttle.si - r[0] for r in rows], 'K')} | "
+           f"{col([chip.t_hbm_max.si - r[2] for r in rows], 'K')} |")
+    from tests.conftest import ROOT
+
+    assert row in (ROOT / "README.md").read_text(encoding="utf-8"), row

@@ -28,6 +28,7 @@ def test_mixed_flow_states_match_sled_by_sled_expm():
     m_a = sy.sled_m_air[g.sleds] * np.where(np.arange(n) % 4 == 1, 0.7, 1.0)  # and a third, fourth
     integ = ExponentialIntegrator([g], h)
     integ.set_flows(0, m_c, m_a)
+    assert g.h  # (the split is exercised)
     assert not integ.blocks[0].shared and len(integ.blocks[0].rows) == 4
     T0 = 30.0 + 20.0 * rng.random((n, m))
     q = 500.0 * rng.random((n, m))
@@ -42,7 +43,10 @@ def test_mixed_flow_states_match_sled_by_sled_expm():
         A = L[0] / g.capacity[:, None]
         M = np.zeros((m + 3, m + 3))
         M[:m, :m] = -A
-        M[:m, m + 2] = q[s] / g.capacity  # constant input as an extra state fixed at 1
+        # constant input as an extra state fixed at 1: the node heat of the inputs q (a die row's
+        # power shared with its HBM node, an HBM row's heat moved from the die; Trainium3 sleds
+        # have HBM nodes)
+        M[:m, m + 2] = g.split(q[s]) / g.capacity
         M[m, fluid[0]] = M[m + 1, fluid[1]] = 1.0  # integrals of the fluid nodes
         y = scipy.linalg.expm(M * h) @ np.concatenate([T0[s], [0.0, 0.0, 1.0]])
         # 1e-9 K: both are exact solutions; they differ by the round-off of two expm evaluations.

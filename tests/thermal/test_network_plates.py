@@ -123,11 +123,12 @@ def test_gb300_gpu_plate_gets_its_design_flow_in_a_run():
     CDU's 35 °C supply). In the run, each GPU plate takes its sled's flow × 2.1 / Σ plate design
     flows of the sled, the sled the rack's 190 L/min × its plates' share: 2.1 L/min (the
     catalogue's design flow, OCP's 1.5 L/min per kW × 1.4 kW) × 190 / 177.3 — at least its design
-    flow. And the dies are where that flow puts them, by hand at steady state:
-    T_die = T_coolant + P (r_jc + r_conv,ref (ṁ_ref / ṁ)^0.4) with the run's coolant-node
-    temperature and device power, within 0.01 K (the run is steady to ~1e-13 K; a GPU at
-    ~1,230 W would be 0.4 K hotter at exactly 2.1 L/min and 1.6 K at 80 % of it, the equal share
-    of the sled's plates)."""
+    flow. And the dies and HBM stacks are where that flow puts them, by hand at steady state:
+    T_plate = T_coolant + P r_conv,ref (ṁ_ref / ṁ)^0.4, T_die = T_plate + (P − P_hbm) r_jc,
+    T_hbm = T_plate + P_hbm r_hbm with P_hbm = floor + full-bandwidth power × (P − P_idle) /
+    (TDP − P_idle) and the run's coolant-node temperature and device power, within 0.01 K (the
+    run is steady to ~1e-13 K; a GPU at ~1,230 W would be 0.4 K hotter at exactly 2.1 L/min and
+    1.6 K at 80 % of it, the equal share of the sled's plates)."""
     from tests.conftest import SCENARIOS
     from twin.scenario import load_scenario
     from twin.sim.driver import Simulation
@@ -158,5 +159,7 @@ def test_gb300_gpu_plate_gets_its_design_flow_in_a_run():
     dev = g.devices[:, gpu]
     p = np.asarray(sim.state["device.p_step"])[dev]  # the power the step's network was given
     t_coolant = sim.racks.T[list(sy.groups).index(g)][:, g.cool][:, None]  # sled coolant node
-    r = chip.r_jc.si + chip.r_conv_ref.si * (design / expected) ** chip.convection_exponent.si
-    assert sim.t_die[dev] == pytest.approx(t_coolant + p * r, abs=0.01)
+    plate = t_coolant + p * chip.r_conv_ref.si * (design / expected) ** chip.convection_exponent.si
+    p_hbm = chip.hbm_idle_power.si + chip.hbm_active_power.si * (p - chip.p_idle.si) / (chip.tdp.si - chip.p_idle.si)
+    assert sim.t_die[dev] == pytest.approx(plate + (p - p_hbm) * chip.r_jc.si, abs=0.01)
+    assert sim.racks.t_hbm[dev] == pytest.approx(plate + p_hbm * chip.r_hbm.si, abs=0.01)

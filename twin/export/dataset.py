@@ -92,6 +92,14 @@ def _coord_values(sim, group: str) -> dict:
     return {}
 
 
+def _hottest(peak) -> int:
+    """Index of the device named hottest from per-device peak temperatures [degC] (NaN for a
+    device without the node): the first within a microkelvin of the maximum. Identical devices
+    tie to round-off, which differs between BLAS and numpy builds and between the numpy and
+    compiled kernels, so the name is reproducible."""
+    return int(np.flatnonzero(peak >= np.nanmax(peak) - 1e-6)[0])
+
+
 def summary(sim) -> dict[str, float | int]:
     """KPIs of the run as plain numbers (also stored as root attributes).
 
@@ -134,9 +142,7 @@ def summary(sim) -> dict[str, float | int]:
     peak = getattr(sim, "t_die_peak", None)
     if peak is not None and np.isfinite(peak).any():
         sy = sim.system
-        # Identical devices tie to round-off, which differs between BLAS and numpy builds: the
-        # first device within a microkelvin of the maximum is named, so the name is reproducible.
-        hottest = int(np.flatnonzero(peak >= peak.max() - 1e-6)[0])
+        hottest = _hottest(peak)
         kpi["t_die_max_device"] = str(sy.device_name[hottest])
         kpi["t_die_max_kind"] = str(sy.device_kind[hottest])
         for kind in dict.fromkeys(sy.device_kind.astype(str)):  # catalogue order of appearance
@@ -146,9 +152,9 @@ def summary(sim) -> dict[str, float | int]:
         # The hottest HBM stacks against their limit (the stacks' own limit: with warm coolant
         # or a hot aisle it can bind before the die's).
         sy = sim.system
-        hottest = int(np.nanargmax(hbm))
+        hottest = _hottest(hbm)
         over = hbm > sy.chip["t_hbm_max"]  # (NaN compares False)
-        kpi["t_hbm_max_degC"] = float(hbm[hottest])
+        kpi["t_hbm_max_degC"] = float(np.nanmax(hbm))
         kpi["t_hbm_max_device"] = str(sy.device_name[hottest])
         kpi["t_hbm_limit_degC"] = float(sy.chip["t_hbm_max"][hottest])
         kpi["devices_over_hbm_limit"] = int(np.count_nonzero(over))
