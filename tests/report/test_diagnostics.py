@@ -123,3 +123,18 @@ def test_hottest_device_of_each_kind_is_the_recorded_maximum(tmp_path):
     assert kpi["t_die_max_kind"] == dev["kind"].sel(device=named).item() == "connectx8"
     assert kpi["t_die_max_degC"] == pytest.approx(float(per_kind.max()), abs=1e-12)
     assert np.isclose(kpi["t_die_max_gb300_degC"], per_kind.sel(kind="gb300"))
+
+
+def test_run_too_short_for_a_spectrum_has_no_band_share(tmp_path):
+    """Three facility samples have no 0.1-20 Hz spectrum: the KPI is left out (not NaN), so a sweep
+    keeps such a variant ("non-finite KPIs" would make it an error) and the summary table prints;
+    four samples give a share in [0, 1] (the band of a 1 s series reaches its 0.5 Hz Nyquist limit)."""
+    from twin.cli.summary import summary_table
+    from twin.sweep.run import non_finite_kpis
+
+    short = summary(_run(tmp_path, _quick(tmp_path, duration="3 s")))
+    assert "peak_to_average" in short and "band_0p1_20Hz_share" not in short
+    assert non_finite_kpis(short) == ""
+    assert summary_table(short, None, False).row_count > 0
+    four = summary(_run(tmp_path, _quick(tmp_path, duration="4 s")))
+    assert 0.0 <= four["band_0p1_20Hz_share"] <= 1.0

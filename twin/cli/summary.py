@@ -84,7 +84,7 @@ def summary_table(kpi: dict, path: Path | None, interrupted: bool) -> Table:
                      f"{kpi['peak_to_average']:.2f}"))
         if kpi["p_it_record_interval_s"] <= RAMP_INTERVAL:  # a ramp between coarse means is no ramp
             rows.append(("largest IT power ramp", f"{kpi['largest_ramp_W_per_s'] / 1e3:,.1f} kW/s"))
-        if kpi["p_it_record_interval_s"] <= 5.0:  # the band needs samples at least every 5 s
+        if kpi["p_it_record_interval_s"] <= 5.0 and "band_0p1_20Hz_share" in kpi:  # samples every ≤ 5 s, ≥ 4 of them
             rows.append(("fluctuation in 0.1-20 Hz", f"{kpi['band_0p1_20Hz_share']:.0%}"))
     if "first_event_s" in kpi:
         def after(x):

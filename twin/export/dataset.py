@@ -13,7 +13,7 @@ import pandas as pd
 import xarray as xr
 
 import twin
-from twin.report.kpi import band_energy_share, job_kpis, largest_ramp, peak_to_average
+from twin.report.kpi import BAND_MIN_SAMPLES, band_energy_share, job_kpis, largest_ramp, peak_to_average
 from twin.sim.variables import VARIABLES
 
 
@@ -181,7 +181,8 @@ def summary(sim) -> dict[str, float | int]:
         kpi["p_it_record_interval_s"] = dt
         kpi["peak_to_average"] = peak_to_average(series)
         kpi["largest_ramp_W_per_s"] = largest_ramp(series, dt)
-        kpi["band_0p1_20Hz_share"] = band_energy_share(series, dt)
+        if series.size >= BAND_MIN_SAMPLES:  # fewer samples have no spectrum to share out
+            kpi["band_0p1_20Hz_share"] = band_energy_share(series, dt)
     if sim.jobs is not None and tot.e_device > 0:
         per_joule = tot.e_facility / tot.e_device
         price = sim.scenario.electricity_price

@@ -51,6 +51,10 @@ def largest_ramp(power, dt: float) -> float:
 #: above double-precision round-off of sums of ~1e3-1e6 terms (~1e-13), far below any load swing.
 STEADY_RELATIVE_RMS = 1e-9
 
+#: Fewest samples of a power series with a band share (shorter series have none: the KPI is left
+#: out rather than NaN, so a short sweep variant is not an error).
+BAND_MIN_SAMPLES = 4
+
 
 def band_energy_share(power, dt: float, f_low: float = 0.1, f_high: float = 20.0) -> float:
     """Share of a power series' fluctuation energy in a frequency band [1].
@@ -73,7 +77,7 @@ def band_energy_share(power, dt: float, f_low: float = 0.1, f_high: float = 20.0
     is floating-point round-off, which any change of summation order reshuffles.
     """
     x = np.asarray(power, dtype=float)
-    if x.size < 4:
+    if x.size < BAND_MIN_SAMPLES:
         return float("nan")
     dev = x - x.mean()
     if np.sqrt(np.mean(dev * dev)) <= STEADY_RELATIVE_RMS * abs(x.mean()):
