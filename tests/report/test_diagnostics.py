@@ -138,3 +138,14 @@ def test_run_too_short_for_a_spectrum_has_no_band_share(tmp_path):
     assert summary_table(short, None, False).row_count > 0
     four = summary(_run(tmp_path, _quick(tmp_path, duration="4 s")))
     assert 0.0 <= four["band_0p1_20Hz_share"] <= 1.0
+
+
+def test_hottest_index_names_the_first_of_devices_tied_to_round_off():
+    """Devices within a microkelvin of the maximum tie (round-off breaks such ties differently in
+    different reductions): the first is named, NaN (no node, or not a candidate) is skipped, and a
+    device a millikelvin hotter wins outright."""
+    from twin.report.kpi import hottest_index
+
+    assert hottest_index([np.nan, 80.0, 80.0 + 1e-9, 79.0]) == 1
+    assert hottest_index([np.nan, 80.0, 80.0 + 1e-3, 79.0]) == 2
+    assert hottest_index([np.nan, np.nan, 70.0]) == 2

@@ -13,7 +13,8 @@ import pandas as pd
 import xarray as xr
 
 import twin
-from twin.report.kpi import BAND_MIN_SAMPLES, band_energy_share, job_kpis, largest_ramp, peak_to_average
+from twin.report.kpi import (BAND_MIN_SAMPLES, band_energy_share, hottest_index, job_kpis, largest_ramp,
+                             peak_to_average)
 from twin.sim.variables import VARIABLES
 
 
@@ -92,14 +93,6 @@ def _coord_values(sim, group: str) -> dict:
     return {}
 
 
-def _hottest(peak) -> int:
-    """Index of the device named hottest from per-device peak temperatures [degC] (NaN for a
-    device without the node): the first within a microkelvin of the maximum. Identical devices
-    tie to round-off, which differs between BLAS and numpy builds and between the numpy and
-    compiled kernels, so the name is reproducible."""
-    return int(np.flatnonzero(peak >= np.nanmax(peak) - 1e-6)[0])
-
-
 def summary(sim) -> dict[str, float | int]:
     """KPIs of the run as plain numbers (also stored as root attributes).
 
@@ -142,7 +135,7 @@ def summary(sim) -> dict[str, float | int]:
     peak = getattr(sim, "t_die_peak", None)
     if peak is not None and np.isfinite(peak).any():
         sy = sim.system
-        hottest = _hottest(peak)
+        hottest = hottest_index(peak)
         kpi["t_die_max_device"] = str(sy.device_name[hottest])
         kpi["t_die_max_kind"] = str(sy.device_kind[hottest])
         for kind in dict.fromkeys(sy.device_kind.astype(str)):  # catalogue order of appearance
@@ -152,7 +145,7 @@ def summary(sim) -> dict[str, float | int]:
         # The hottest HBM stacks against their limit (the stacks' own limit: with warm coolant
         # or a hot aisle it can bind before the die's).
         sy = sim.system
-        hottest = _hottest(hbm)
+        hottest = hottest_index(hbm)
         over = hbm > sy.chip["t_hbm_max"]  # (NaN compares False)
         kpi["t_hbm_max_degC"] = float(np.nanmax(hbm))
         kpi["t_hbm_max_device"] = str(sy.device_name[hottest])

@@ -13,6 +13,7 @@ import numpy as np
 
 # idleness is worth a warning for the compute roles (network devices follow the others' load)
 from twin.power.chips import COMPUTE_ROLES
+from twin.report.kpi import hottest_index
 
 #: Names listed in one warning before "…".
 SHOWN = 6
@@ -59,7 +60,7 @@ def run_warnings(sim) -> list[str]:
     if hbm is not None:
         over = hbm > sy.chip["t_hbm_max"]  # (NaN for devices without an HBM node: False)
         if over.any():
-            hottest = int(np.nanargmax(np.where(over, hbm, np.nan)))
+            hottest = hottest_index(np.where(over, hbm, np.nan))  # named as the summary names it
             out.append(f"{plural(int(over.sum()), 'device')} above the HBM temperature limit "
                        f"(hottest {sy.device_name[hottest]} {hbm[hottest]:.1f} degC, limit "
                        f"{sy.chip['t_hbm_max'][hottest]:.1f} degC; the model does not slow the memory down)")

@@ -47,6 +47,16 @@ def largest_ramp(power, dt: float) -> float:
     return float(np.abs(np.diff(power)).max() / dt) if power.size > 1 else 0.0
 
 
+def hottest_index(peak) -> int:
+    """Index of the device named hottest from per-device peak temperatures [degC] (NaN for a
+    device without the node, or not a candidate): the first within a microkelvin of the maximum.
+    Identical devices tie to round-off, which differs between BLAS and numpy builds and between
+    the numpy and compiled kernels, so the name is reproducible. The run summary and the run's
+    warnings both name devices by it."""
+    peak = np.asarray(peak, dtype=float)
+    return int(np.flatnonzero(peak >= np.nanmax(peak) - 1e-6)[0])
+
+
 #: RMS fluctuation relative to the mean below which a power series counts as steady [1]: far
 #: above double-precision round-off of sums of ~1e3-1e6 terms (~1e-13), far below any load swing.
 STEADY_RELATIVE_RMS = 1e-9
