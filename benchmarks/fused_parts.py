@@ -55,6 +55,7 @@ def main() -> None:
         fused._compiled = real
     names = list(inspect.signature(fused._loop).parameters)
     args = dict(zip(names, captured["args"]))
+    args.update(write_mean=not args.get("p_alias", False), write_clock=True)  # (the loop's per-step flags)
     if hasattr(fused, "_chunks"):  # (the loop holds the node temperatures in its chunks' inputs)
         params = list(inspect.signature(fused._chunks).parameters)[1:-1]
         fused._chunks_jit(True, *[args[p] for p in params], fused.SLED_CHUNK)

@@ -123,10 +123,11 @@ def test_sled_product_sums_each_column_in_row_order():
     from twin.power.compiled import chunk_product
 
     rng = np.random.default_rng(3)
-    rows, cols, stride = 24, 14, 8
-    W = rng.normal(size=5 + rows * cols)  # one W at offset 5 of a flat array
-    for ns in (stride, 3):
+    cols, stride = 14, 8
+    for rows, ns in ((24, stride), (24, 3), (19, 5), (1, stride)):  # (rows added four at a time, then one)
+        W = rng.normal(size=5 + rows * cols)  # one W at offset 5 of a flat array
         x = rng.normal(size=rows * stride)
+        x[:stride] *= np.where(np.arange(stride) % 2, -0.0, 1.0)  # (a first term of -0: the sum from 0 is +0)
         y = np.full(cols * stride, np.nan)
         chunk_product(x, y, W, 5, rows, cols, ns, stride)
         for s in range(ns):
@@ -134,7 +135,7 @@ def test_sled_product_sums_each_column_in_row_order():
                 acc = 0.0
                 for r in range(rows):
                     acc += x[r * stride + s] * W[5 + r * cols + c]
-                assert y[c * stride + s] == acc, (ns, s, c)
+                assert y[c * stride + s] == acc and np.signbit(y[c * stride + s]) == np.signbit(acc), (rows, ns, s, c)
 
 
 #: faults and throttling; jobs and a plant; shutdown trips (first-trip time, devices tripped)
@@ -221,7 +222,7 @@ def test_compiled_loop_parts_are_the_kernels(chip, n_sub):
     fixed = np.array([10.0, 20.0])
     P, p_step, clock_out, rack_p = np.empty((1, n_sub, n)), np.empty((1, n)), np.empty((1, n)), np.empty(2 * n_sub)
     over = fused._power_jit(0, u[None], kind, tab, clock, ~on, leak, rack_dev, fixed, np.full(2, np.inf), rack_p, P,
-                            p_step, clock_out)
+                            p_step, True, clock_out, True)
     assert not over
     ref = NumbaKernel(chip).power(u, clock, on, t_die, held, limit)
     np.testing.assert_array_equal(P[0], ref)
@@ -231,7 +232,12 @@ def test_compiled_loop_parts_are_the_kernels(chip, n_sub):
     sums = np.stack([fixed + np.add.reduceat(p, rack_dev[:2]) for p in P[0]])
     np.testing.assert_allclose(rack_p.reshape(n_sub, 2), sums, rtol=1e-13)
     assert fused._power_jit(0, u[None], kind, tab, clock, ~on, leak, rack_dev, fixed, sums.max(axis=0) * (1 - 1e-9),
-                            rack_p, P, p_step, clock_out)  # a rack above its limit
+                            rack_p, P, p_step, True, clock_out, True)  # a rack above its limit
+    # the mean and the clock left unwritten (the block's views of P and of the last step's clock limits)
+    kept = np.full((1, n), -1.0)
+    fused._power_jit(0, u[None], kind, tab, clock, ~on, leak, rack_dev, fixed, np.full(2, np.inf), rack_p,
+                     np.empty((1, n_sub, n)), kept, False, kept, False)
+    np.testing.assert_array_equal(kept, -1.0)
     # the governors at new die temperatures: half of them moved, half where they were
     t_new = np.where(np.arange(n) % 2 == 0, t_die + np.linspace(-5.0, 5.0, n), t_die)
     t_die_out = t_new[None].copy()

@@ -345,8 +345,15 @@ class QuietBlocks:
         jobs = tuple(v.key for v in self.accounting.outputs) if self.accounting else ()
         if jobs:
             shapes.update(dict.fromkeys(jobs, (len(self.accounting.jobs.jobs),)))
+        shared = ("device.clock", "device.clock_limit") + (("device.p_step",) if n_sub == 1 else ())
         buf = {key: np.empty((k,) + shapes.get(key, (n,)), dtype=bool if key in flags else float)
-               for key in (*LOOP_KEYS[:1], *LOOP_KEYS[2:], *jobs, "t_cool", "t_air")}
+               for key in (*LOOP_KEYS[:1], *LOOP_KEYS[2:], *jobs, "t_cool", "t_air") if key not in shared}
+        # views the compiled loop writes once (twin.sim.fused): a step's clock is the clock limit
+        # the last step's governors set, and with one sub-step its mean power is its power
+        clock = np.empty((k + 1, n))
+        buf["device.clock"], buf["device.clock_limit"] = clock[:k], clock[1:]
+        if n_sub == 1:
+            buf["device.p_step"] = buf["device.p"][:, 0]
         if self.racks.hbm:  # (NaN at the devices without an HBM node)
             buf["device.t_hbm"] = np.full((k, n), np.nan)
         return buf

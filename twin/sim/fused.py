@@ -201,12 +201,17 @@ class FusedLoop:
         hbm_peak = np.array(racks.t_hbm_peak, dtype=float) if self.hbm else _NONE_F  # (a copy: the loop keeps it)
         if self.rack_p.size != U.shape[1] * self.n_racks:
             self.rack_p = np.empty(U.shape[1] * self.n_racks)
+        P, p_step, clock, clock_limit = (out[f"device.{key}"] for key in ("p", "p_step", "clock", "clock_limit"))
+        # written once where they are views of one array (QuietBlocks._buffers): each step's mean
+        # power its power with one sub-step, each step's clock the last step's clock limit
+        p_alias = P.shape[1] == 1 and _is_view(p_step, P[:, 0])
+        clock_alias = clock.shape[0] > 1 and _is_view(clock[1:], clock_limit[:-1])
         n = _compiled()(
             U, watch, kind, table, THROTTLE_GAIN, THROTTLE_DOWN_RATE, THROTTLE_UP_RATE, CLOCK_MIN,
             CLOCK_NEWTON_STEPS, float(h), self.rack_dev, np.ascontiguousarray(fixed_rack, dtype=float),
             rack_limit, self.g_kd, self.g_m, self.g_sled, self.g_t, self.g_dev, self.sleds, self.devices,
             self.g_hbm, self.hbm_node, self.hbm_slot, W, c_g, c_i0, c_ns, c_w0, c_x0, Q, T, clock_lim, off, gov_trip, thermal, power, racks.t_die, racks.t_die_peak,
-            self.x, self.y, self.e, self.t_e, self.rack_p, out["device.p"], out["device.p_step"], out["device.clock"], out["device.t_die"],
+            self.x, self.y, self.e, self.t_e, self.rack_p, P, p_step, p_alias, clock, clock_alias, out["device.t_die"],
             out["device.throttled"], out["device.clock_limit"], out["device.tripped"], out["t_cool"], out["t_air"], t_hbm,
             hbm_peak)
         # the state as after the last step taken
@@ -223,6 +228,13 @@ class FusedLoop:
             racks.t_hbm_peak = hbm_peak
             st["device.t_hbm"] = racks.t_hbm
         return int(n)
+
+
+def _is_view(a, b) -> bool:
+    """Whether arrays ``a`` and ``b`` are the same elements of memory (the same start, shape and
+    strides)."""
+    return (a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
+            and a.__array_interface__["data"][0] == b.__array_interface__["data"][0])
 
 
 class NumbaChip:
@@ -286,14 +298,14 @@ def _warm() -> None:
     f, i, b = np.zeros(1), np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.bool_)
     f2, f3, b2 = np.zeros((0, 1)), np.zeros((0, 1, 1)), np.zeros((0, 1), dtype=np.bool_)
     _compiled()(f3, i, np.zeros(1, dtype=np.int32), np.zeros((1, 15)), 0.0, 0.0, 0.0, 0.0, 1, 1.0, np.zeros(2, dtype=np.int64), f, f,
-                *(i,) * 10, f, *(i,) * 5, f, f, f, b, b, f, f, f, f, f, f, f, f, f, f3, f2, f2, f2, b2, f2, b2, f2, f2,
-                f2, f)
+                *(i,) * 10, f, *(i,) * 5, f, f, f, b, b, f, f, f, f, f, f, f, f, f, f3, f2, False, f2, False, f2, b2, f2,
+                b2, f2, f2, f2, f)
 
 
 def _loop(U, watch, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, rack_dev, fixed_rack, rack_limit, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node,
           hbm_slot, W, c_g, c_i0, c_ns, c_w0, c_x0, Q, T, clock_lim, off, gov_trip, thermal, power, t_die, t_die_peak,
-          x, y, e, t_e, rack_p, P, p_step, clock_out, t_die_out, throttled_out, clock_limit_out, tripped_out, t_cool,
-          t_air, t_hbm, t_hbm_peak):
+          x, y, e, t_e, rack_p, P, p_step, p_alias, clock_out, clock_alias, t_die_out, throttled_out, clock_limit_out,
+          tripped_out, t_cool, t_air, t_hbm, t_hbm_peak):
     """``U.shape[0]`` steps of the feedback loop; returns the number taken (a step whose
     shelves come within the margin of ``rack_limit`` is not taken, nor one that starts with a
     device of ``watch`` below full clock or tripped): chip power with the shelves' test
@@ -321,7 +333,7 @@ def _loop(U, watch, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, 
                 n = j
                 break
         if _power_jit(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit, rack_p, P, p_step,
-                      clock_out):
+                      not p_alias, clock_out, j == 0 or not clock_alias):
             n = j
             break
         _sleds_jit(j, g_kd, g_m, g_sled, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slot, W, c_g, c_i0, c_ns, c_w0,
@@ -357,9 +369,11 @@ def _chunks(into, g_kd, g_m, g_sled, g_t, g_hbm, hbm_node, c_g, c_i0, c_ns, c_x0
                     T[base + c] = x[x0 + c * chunk + s]
 
 
-def _power(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit, rack_p, P, p_step, clock_out):
-    """Step ``j``'s device power per sub-step into ``P[j]``, its mean into ``p_step[j]`` and
-    the clock it ran at into ``clock_out[j]``: :func:`twin.power.compiled.device_power` (as
+def _power(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit, rack_p, P, p_step, write_mean,
+           clock_out, write_clock):
+    """Step ``j``'s device power per sub-step into ``P[j]``, its mean into ``p_step[j]`` (if
+    ``write_mean``: else ``p_step`` is ``P[:, 0]``) and the clock it ran at into
+    ``clock_out[j]`` (if ``write_clock``: else the last step's governors wrote it): :func:`twin.power.compiled.device_power` (as
     ``ChipPower.step``) with the leakage factors ``e`` at the die temperatures, then numpy's
     mean over the sub-steps (summed in order, divided). Returns whether some rack's DC demand
     in a sub-step (devices + overhead + fans, ``fixed_rack``; summed in device order into
@@ -371,7 +385,8 @@ def _power(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit,
         for r in range(nr):
             tot = fixed_rack[r]
             for d in range(rack_dev[r], rack_dev[r + 1]):
-                clock_out[j, d] = clock_lim[d]
+                if write_clock:
+                    clock_out[j, d] = clock_lim[d]
                 p = 0.0
                 if not off[d]:
                     k = kind[d]
@@ -380,7 +395,8 @@ def _power(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit,
                     p = _dev.device_power(U[j, 0, d], tab[k, 14] != 0.0, floor, fa, tab[k, 6], idle,
                                           tab[k, 9] * tab[k, 13])
                 P[j, 0, d] = p
-                p_step[j, d] = p
+                if write_mean:
+                    p_step[j, d] = p
                 tot += p
             rack_p[r] = tot
         for r in range(nr):
@@ -392,12 +408,14 @@ def _power(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit,
             rack_p[s * nr + r] = fixed_rack[r]
     for r in range(nr):
         for d in range(rack_dev[r], rack_dev[r + 1]):
-            clock_out[j, d] = clock_lim[d]
+            if write_clock:
+                clock_out[j, d] = clock_lim[d]
             if off[d]:
                 for s in range(n_sub):
                     P[j, s, d] = 0.0
                     rack_p[s * nr + r] += 0.0
-                p_step[j, d] = 0.0
+                if write_mean:
+                    p_step[j, d] = 0.0
                 continue
             k = kind[d]
             floor, fa, idle = _dev.power_terms(clock_lim[d], e[d], tab[k, 0], tab[k, 1], tab[k, 2], tab[k, 5],
@@ -411,7 +429,8 @@ def _power(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit,
                 P[j, s, d] = p
                 rack_p[s * nr + r] += p
                 acc = p if s == 0 else acc + p
-            p_step[j, d] = acc if n_sub == 1 else acc / n_sub
+            if write_mean:
+                p_step[j, d] = acc if n_sub == 1 else acc / n_sub
     for i in range(n_sub * nr):
         if rack_p[i] > rack_limit[i % nr]:
             return True
@@ -491,18 +510,28 @@ def _govern(j, U, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, cl
         if td != t_die[d]:
             e[d] = _dev.leak_factor(td, tab[k, 3], tab[k, 4])
         t_die[d] = td
-        t_die_peak[d] = max(t_die_peak[d], td)
-        throttled_out[j, d] = thermal[d] < 1.0
-        cc = _dev.thermal_clock(thermal[d], td, t_throttle, tab[k, 11], gain, down_rate, up_rate, clock_min, dt)
-        thermal[d] = cc
-        tripped = (gov_trip[d] or td > tab[k, 12]) and not (td < t_throttle)
-        gov_trip[d] = tripped
+        if td > t_die_peak[d]:  # (max: the first unless the second is larger)
+            t_die_peak[d] = td
+        th = thermal[d]
+        throttled_out[j, d] = th < 1.0
+        cc = _dev.thermal_clock(th, td, t_throttle, tab[k, 11], gain, down_rate, up_rate, clock_min, dt)
+        was = gov_trip[d]
+        tripped = (was or td > tab[k, 12]) and not (td < t_throttle)
         pw = _dev.power_clock(_dev.peak(Uj, d), e[d], tab[k, 13], tab[k, 0], tab[k, 2], tab[k, 5], tab[k, 6],
                               clock_min, newton)
-        power[d] = pw
         cl = min(cc, pw)
-        clock_lim[d] = cl
-        off[d] = tripped
+        # the state written only where it changes (most devices hold full clock step after step:
+        # their cache lines stay clean and are not written back)
+        if cc != th:
+            thermal[d] = cc
+        if pw != power[d]:
+            power[d] = pw
+        if cl != clock_lim[d]:
+            clock_lim[d] = cl
+        if tripped != was:
+            gov_trip[d] = tripped
+        if tripped != off[d]:
+            off[d] = tripped
         clock_limit_out[j, d] = cl
         tripped_out[j, d] = tripped
 
