@@ -450,7 +450,10 @@ def test_empty_plant_section_works():
     assert spec.weather.kind == "epw" and spec.heat_rejection.kind == "dry_cooler"
     plant = Plant(spec, CAT, ["in-row-1350kw"], np.array([32.0]), np.array([M_900KW]), 1.0,
                   start_day_of_year=182.0)
-    assert plant.bank.count == 2 and plant.chiller_count == 2 and plant.crah_count == 3
+    # a plant without racks is sized for its CDU's rated 1.35 MW in the liquid and 15/85 of it
+    # (238 kW) in the air, N+1 each: CRAHs ⌈238 / (150 − 8)⌉ + 1 = 3, dry coolers for 1.35 MW
+    # and the pumps ⌈1.36⌉ + 1 = 3, chillers for both circuits ⌈1.6⌉ + 1 = 3
+    assert (plant.bank.count, plant.chiller_count, plant.crah_count) == (3, 3, 3)
     st = drive(plant, 800e3, M_900KW)[0]
     assert np.isfinite(st.p_cooling) and st.t_outdoor > 0  # 1 July in Leesburg
 

@@ -107,6 +107,12 @@ def test_phoenix_electrical_overhead_above_4_percent_for_sourced_reasons(phoenix
     # an estimate: with a quarter in the core the transformers lose 0.61 % of IT and the chain
     # is still 4.14 % (the README quotes both to two decimals: to half of the last digit)
     assert sim.chain.n_transformers == 1
+    # the kVA rule on the plant's IT design load (0.31 MW, the UPS's too) at PF 0.95 asks
+    # 0.41 MVA, on the day's peak facility draw (cooling and losses included) 0.49 MVA: the one
+    # 1,000 kVA unit is the catalogue's rating, not the rule's (the README quotes both to 0.01)
+    assert sim.chain.design == sim.plant.design.it
+    assert 1.25 * sim.chain.design / 0.95 == pytest.approx(0.41e6, abs=5e3)
+    assert 1.25 * float(f["p_facility"].max()) / 0.95 == pytest.approx(0.49e6, abs=5e3)
     l50 = tr.no_load_loss.si + tr.load_loss.si * 0.25  # all losses at half load
     assert l50 == pytest.approx(500e3 * (1 / 0.9943 - 1), rel=2e-3)
     alt = float(transformer_losses(s * tr.rating.si, tr.rating.si, l50 / 4, 0.75 * l50 / 0.25).sum()) / e_it

@@ -145,6 +145,14 @@ _CHILLER = ("the chillers run the refrigerant-approach model (evaporator 2 K bel
             "p_facility, p_transformer_loss, p_loss and pue rise")
 for _case in ("design-day-phoenix", "cdu-pump-trip", "cdu-pump-trip-failover", "hall-1k", "phoenix-events"):
     CHANGED[_case] += "; " + _CHILLER
+_SIZING = ("the plant is counted from the IT design load with N+1 (twin.cooling.sizing: CRAHs for the air "
+           "share net of their fans, the chilled water's and the facility water's heat-rejection units and the "
+           "chillers for their circuits' heat) instead of from the CDUs' nameplate: CRAH, heat-rejection fan "
+           "and chilled-water pump power, the facility-water volume (so its temperatures) and p_cooling, "
+           "p_facility and pue move")
+for _case in ("design-day-phoenix", "annual-leesburg", "cdu-pump-trip", "cdu-pump-trip-failover", "hall-1k",
+              "phoenix-events"):
+    CHANGED[_case] += "; " + _SIZING
 CHANGED["quickstart-events"] += ("; the set-point change reaches the racks through the in-row CDU's supply "
                                  "pipe (150 L, plug flow), τ = V/Q after it leaves the CDU")
 CHANGED["quickstart-events"] += ("; without a plant a set-point change enters the supply pipe over the step it "

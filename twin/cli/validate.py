@@ -35,8 +35,11 @@ def validate(
         if loaded.scenario.plant is not None:  # templates and weather files
             from twin.cooling.facility import Plant
 
+            from twin.cooling.sizing import DesignHeat
+
             plant = Plant(loaded.scenario.plant, loaded.catalog, list(system.cdu_template), system.cdu_setpoint,
-                          np.ones(system.cdu_name.size), loaded.scenario.time.step, base_dir=loaded.base)
+                          np.ones(system.cdu_name.size), loaded.scenario.time.step, base_dir=loaded.base,
+                          design=DesignHeat.of_system(system))
             why = plant.weather.span_error(loaded.scenario.time.duration)
             if why is not None:
                 raise FieldError(("plant", "weather", "file"), why)

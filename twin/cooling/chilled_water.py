@@ -10,21 +10,16 @@ the facility water; capacity they lack comes back as room heat.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from twin.cooling.cdu import T_COLD_AISLE_NEXT, T_COLD_AISLE_SET
 from twin.cooling.cdu_bank import lookup
 from twin.cooling.heat_rejection import HeatRejectionBank
 from twin.cooling.plant import crah_fan_power, economiser_split
+from twin.cooling.sizing import units_for_load
 from twin.cooling.volumes import relax1
 from twin.sim.component import Component, Var, step_mean
 from twin.units import CP_AIR, CP_WATER, RHO_AIR
-
-#: Air share of the heat used to size the CRAHs when no count is given [1] (liquid-cooled
-#: sleds put 85–95 % of their heat into the liquid: CATALOGUE-SOURCES, "liquid share of heat").
-AIR_SHARE_DESIGN = 0.15
 
 P_CRAH = Var("facility", "p_crah", "W", "CRAH fan power")
 CHW_STEP = Var("facility", "chilled_water_step", "1",
@@ -42,10 +37,22 @@ class ChilledWater(Component):
     catalog : Catalog
     unit : HeatRejectionEntry
         The heat-rejection unit type that free-cools the chilled water.
-    design_liquid : float
-        Design heat of the CDUs [W] (sizes the CRAHs when no count is given).
+    design_air : float
+        Heat into the room air at the IT design load [W] (:class:`~twin.cooling.sizing.DesignHeat`).
+    pump_specific : float
+        Chilled-water pump power per unit of design flow [W per kg/s] (the facility pumps'
+        template).
     every : int
         Thermal steps per plant step.
+
+    Notes
+    -----
+    Sizing (:mod:`twin.cooling.sizing`; a scenario ``count:`` wins): CRAHs N + R for the design
+    air load, each unit's rating net of its own fan heat at its rated flow,
+    N = ⌈q_air / (Q_crah − P_fan)⌉; the chilled water's heat-rejection units N for the
+    chilled-water heat at that load (:attr:`design_heat`: coils + CRAH fans + pumps), without a
+    redundant unit: they free-cool ahead of the chillers, which are counted N + R for both
+    circuits.
     """
 
     inputs = ("facility.q_air", "facility.t_outdoor", "facility.t_wet_bulb", "facility.chiller_spare",
@@ -59,24 +66,27 @@ class ChilledWater(Component):
     def from_plant(cls, plant):
         return plant.room
 
-    def __init__(self, spec, catalog, unit, design_liquid: float, every: int = 1):
+    def __init__(self, spec, catalog, unit, design_air: float, pump_specific: float, every: int = 1):
         self.every = every
         hr, cr = spec.heat_rejection, spec.crah
         crah = lookup(catalog.crahs, cr.template, ("plant", "crah", "template"), "CRAH template")
         self.crah = crah
-        air_design = AIR_SHARE_DESIGN / (1.0 - AIR_SHARE_DESIGN) * design_liquid
-        self.crah_count = cr.count or math.ceil(air_design / crah.capacity.si - 1e-9) + 1
+        self.crah_count = cr.count or units_for_load(design_air, crah.capacity.si - crah.fan_power.si,
+                                                     cr.redundant)
         self.crah_capacity = self.crah_count * crah.capacity.si
         self.t_cold_aisle_set = cr.cold_aisle
         self.t_chw_set = cr.chilled_water_supply
         self.c_room = cr.air_volume * RHO_AIR * CP_AIR
         self.k_room = self.c_room / cr.time_constant
         self.m_chw_design = self.crah_capacity / (CP_WATER * crah.delta_t_water.si)
-        chw_count = max(1, math.ceil(self.crah_capacity / unit.capacity.si - 1e-9))
-        self.chw_bank = HeatRejectionBank(unit, chw_count, hr.kind)
-        self.pump_specific = 0.0  # set by the plant: the facility pumps' template
+        self.pump_specific = pump_specific
         self.state = None
         self.reset()
+        #: Chilled-water heat at the design air load [W]: the CRAH coils (air + fans) and pumps.
+        self.design_heat = float(self.air_side(design_air, 1.0)["q_chw"])
+        # N, no redundant unit: these free-cool the chilled water ahead of the chillers, which
+        # carry it (N + R for both circuits) when a unit is out
+        self.chw_bank = HeatRejectionBank(unit, units_for_load(self.design_heat, unit.capacity.si, 0), hr.kind)
 
     def reset(self) -> None:
         self.t_cold_aisle = self.t_cold_aisle_set

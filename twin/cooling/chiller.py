@@ -29,6 +29,7 @@ from twin.cooling.refrigeration import (
     chiller_power,
     stage_chillers,
 )
+from twin.cooling.sizing import units_for_load
 from twin.sim.component import Component, Var
 
 #: Highest COP of a chiller without a catalogue ``cop_max`` [1] (estimate: variable-speed
@@ -43,6 +44,24 @@ AVAILABLE = Var("facility", "chiller_available", "W", "chiller capacity in servi
                 record=False)
 
 
+def chiller_entry(spec, catalog):
+    """The catalogue entry of the scenario's chillers, or None without chillers; raises
+    FieldError at ``plant.chiller.template``."""
+    name = spec.templates()["chiller"]
+    if spec.chiller is None or name is None:
+        return None
+    return lookup(catalog.chillers, name, ("plant", "chiller", "template"), "chiller template")
+
+
+def condenser_heat_factor(entry) -> float:
+    """Heat the condensers reject per watt of evaporator load at the rating [1]: 1 + 1/COP_rated
+    for water-cooled chillers (whose condensers reject through the towers: the towers are sized
+    for it), 0 without water-cooled chillers or a rated COP."""
+    if entry is None or entry.condenser != "water" or entry.cop_rated is None:
+        return 0.0
+    return 1.0 + 1.0 / entry.cop_rated.si
+
+
 class Chiller(Component):
     """The plant's chillers (module docstring).
 
@@ -51,7 +70,8 @@ class Chiller(Component):
     spec : PlantSpec
     catalog : Catalog
     design_load : float
-        Design heat of both circuits [W] (sizes the chillers when no count is given).
+        Heat of both circuits at the IT design load [W]: N + R chillers for it when the
+        scenario gives no count (:func:`~twin.cooling.sizing.units_for_load`).
     bank : HeatRejectionBank
         The facility water's heat-rejection units (the sink of water-cooled condensers: their
         kind and rated approach, read once here).
@@ -74,15 +94,13 @@ class Chiller(Component):
         self.every = every
         self.tower = bank.tower
         self.sink_approach = bank.entry.approach.si
-        names = spec.templates()
         self.chiller = None
         self.chiller_count = 0
-        if spec.chiller is not None and names["chiller"] is not None:
-            ch = lookup(catalog.chillers, names["chiller"], ("plant", "chiller", "template"),
-                        "chiller template")
+        ch = chiller_entry(spec, catalog)
+        if ch is not None:
             count = spec.chiller.count
             if count is None:
-                count = max(1, math.ceil(design_load / ch.capacity.si - 1e-9))
+                count = units_for_load(design_load, ch.capacity.si, spec.chiller.redundant)
             self.chiller = ch
             self.chiller_count = count
         self.chiller_capacity = (self.chiller.capacity.si * self.chiller_count

@@ -3,7 +3,7 @@
 Quantities are strings with units, parsed once to SI floats (temperatures in degC) with the
 scenario's own ``_quantity`` pattern. Every field has a default, so ``plant: {}`` gives a
 dry-cooler plant with an air-cooled trim chiller, CRAHs for the air share, bundled Leesburg
-weather and equipment counts sized from the CDUs it serves (see :class:`twin.cooling.facility.Plant`).
+weather and equipment counts sized from the IT design load with N+1 (see :mod:`twin.cooling.sizing`).
 
 Example::
 
@@ -104,21 +104,28 @@ DEFAULT_TEMPLATES = {
 Count = Annotated[int, Field(ge=1, le=10_000)]
 
 
+#: Redundant units of an equipment type (N + R; :func:`twin.cooling.sizing.units_for_load`).
+Redundant = Annotated[int, Field(ge=0, le=100)]
+
+
 class HeatRejectionSpec(_Strict):
     """Outdoor heat rejection: kind, catalogue template (default by kind) and unit count
-    (default: enough units for the CDUs' rated capacity)."""
+    (default: N for the facility water's heat at the IT design load, plus ``redundant``; the
+    chilled water's units N for its heat, :mod:`twin.cooling.sizing`)."""
 
     kind: Literal["dry_cooler", "cooling_tower", "hybrid"] = "dry_cooler"
     template: str | None = None
     count: Count | None = None
+    redundant: Redundant = 1
 
 
 class ChillerSpec(_Strict):
-    """Trim chillers (default template by heat-rejection kind; count: enough for the whole
-    design load, so the plant can run on chillers alone)."""
+    """Trim chillers (default template by heat-rejection kind; count: N for the heat of both
+    circuits at the IT design load, so the plant can run on chillers alone, plus ``redundant``)."""
 
     template: str | None = None
     count: Annotated[int, Field(ge=0, le=10_000)] | None = None
+    redundant: Redundant = 1
 
 
 #: Cooling modes of the plant: ``auto`` (free cooling first, chillers trim, with the switching
@@ -153,7 +160,8 @@ class CRAHSpec(_Strict):
     """Air side: CRAH units on a chilled-water circuit, holding the cold aisle."""
 
     template: str = "crah-150kw"
-    count: Count | None = None  # default: the air share of the CDUs' capacity, N+1
+    count: Count | None = None  # default: N for the air share of the IT design load, + redundant
+    redundant: Redundant = 1
     cold_aisle: AirTemperature = 25.0
     chilled_water_supply: ChilledWaterTemperature = 20.0
     air_volume: Volume = 3000.0  # room air the cold aisle mixes with [m3]

@@ -47,11 +47,13 @@ from twin.cooling.cdu_bank import (  # noqa: F401  (HX_FLOW_EXPONENT, SECONDARY_
     HX_FLOW_EXPONENT, SECONDARY_LOOP_TIME, CduBank, CduDemand, CduLoops, lookup,
 )
 from twin.cooling.chilled_water import ChilledWater
-from twin.cooling.chiller import Chiller
+from twin.cooling.chiller import Chiller, chiller_entry, condenser_heat_factor
 from twin.cooling.config import PlantSpec
 from twin.cooling.equipment import check_config, plant_equipment
 from twin.cooling.facility_water import FacilityWater
+from twin.cooling.heat_rejection import HeatRejectionBank
 from twin.cooling.rejection import HeatRejection, rejection_unit
+from twin.cooling.sizing import DesignHeat, units_for_load
 from twin.sim.component import Component, State, Var, step_mean
 from twin.site.station import WeatherStation
 from twin.site.weather import Weather, build_weather
@@ -332,6 +334,9 @@ class Plant:
     coolant : dict, optional
         The secondary loops' coolant against water: ``heat`` (heat-capacity rate) and
         ``resistance`` factors at one volume flow (default water: both 1).
+    design : DesignHeat, optional
+        The IT design load the equipment is counted for (:mod:`twin.cooling.sizing`; default,
+        for a plant without racks: its CDUs' rated heat, :meth:`DesignHeat.of_cdus`).
 
     Raises
     ------
@@ -342,7 +347,8 @@ class Plant:
     def __init__(self, spec: PlantSpec, catalog: Catalog, cdu_templates, cdu_setpoints,
                  design_secondary_flow, dt: float, *, start_day_of_year: float | None = None,
                  base_dir: Path | None = None, weather: Weather | None = None, every: int = 1,
-                 system=None, supply_volume=None, coolant: dict | None = None):
+                 system=None, supply_volume=None, coolant: dict | None = None,
+                 design: DesignHeat | None = None):
         self.spec = spec
         self.catalog = catalog
         self.every = every
@@ -359,14 +365,8 @@ class Plant:
         self.cdus = CduBank(catalog, cdu_templates, cdu_setpoints, design_secondary_flow, spec.cdu_control,
                             supply_volume, self.coolant)
         self.n_cdu = self.cdus.n_cdu
-        design_liquid = float(self.cdus.cdu_capacity.sum())
-        unit, self.bank = rejection_unit(spec, catalog, design_liquid)
-        self.facility_water = FacilityWater(spec, catalog, design_liquid, float(self.cdus.m_p_design.sum()),
-                                            self.bank)
-        self.room = ChilledWater(spec, catalog, unit, design_liquid, every)
-        self.room.pump_specific = self.facility_water.pump_specific
-        self.chw_bank = self.room.chw_bank
-        self.chillers = Chiller(spec, catalog, design_liquid + self.room.crah_capacity, self.bank, every)
+        self._size(design if design is not None else DesignHeat.of_cdus(float(self.cdus.cdu_capacity.sum())),
+                   every)
         self.ledger = PlantLedger(every)
         self.heat_rejection = HeatRejection(self.bank, self.chw_bank, self.chillers.water_cooled, every)
         self.station = WeatherStation(self.weather, every)
@@ -397,6 +397,33 @@ class Plant:
         for c in reversed(self.components):
             c.initialise(self.state)
         self.ledger.initialise(self.state)
+
+    def _size(self, design: DesignHeat, every: int) -> None:
+        """Count the equipment for the IT design load (:mod:`twin.cooling.sizing`): the heat
+        each piece carries there, N + R units of it (a scenario ``count:`` wins)."""
+        spec, catalog, cdus = self.spec, self.catalog, self.cdus
+        self.design = design
+        # the CDUs pass on the liquid share and their pumps' heat at the racks' design flow
+        p_cdu = float(cdus.pumps.power(cdus.pumps.volume(cdus.design_secondary_flow)).sum())
+        q_cdus = design.liquid + p_cdu
+        self.facility_water = fw = FacilityWater(spec, catalog, q_cdus, float(cdus.m_p_design.sum()))
+        # ... drawing their rated primary flow at their rated heat (the valves' share of it)
+        capacity = float(cdus.cdu_capacity.sum())
+        q_fw = q_cdus + fw.pump_power(fw.m_f_design * min(q_cdus / capacity, 1.0))
+        unit = rejection_unit(spec, catalog)
+        self.room = ChilledWater(spec, catalog, unit, design.air, fw.pump_specific, every)
+        self.chw_bank = self.room.chw_bank
+        q_both = q_fw + self.room.design_heat
+        # towers carrying water-cooled condensers reject the compressors' heat of both circuits too
+        q_towers = max(q_fw, condenser_heat_factor(chiller_entry(spec, catalog)) * q_both)
+        hr = spec.heat_rejection
+        fw.bank = self.bank = HeatRejectionBank(
+            unit, hr.count or units_for_load(q_towers, unit.capacity.si, hr.redundant), hr.kind)
+        #: Heat each circuit carries at the IT design load [W]: facility water, chilled water,
+        #: and what the facility water's heat-rejection units were counted for.
+        self.design_heat = {"facility_water": q_fw, "chilled_water": self.room.design_heat,
+                            "heat_rejection": q_towers}
+        self.chillers = Chiller(spec, catalog, q_both, self.bank, every)
 
     @property
     def outputs(self) -> list[str]:

@@ -61,17 +61,18 @@ class FacilityWater:
     ----------
     spec : PlantSpec
     catalog : Catalog
-    design_liquid : float
-        Design heat of the CDUs it serves [W].
+    design_heat : float
+        Heat the CDUs pass it at the IT design load [W] (sizes its volume when none is given).
     m_f_design : float
         Σ of the CDUs' design primary flows [kg s-1].
-    bank : HeatRejectionBank
-        The heat-rejection units it rejects through.
+    bank : HeatRejectionBank, optional
+        The heat-rejection units it rejects through (the plant sets it once it has counted them
+        for the design heat with this loop's pumps).
     """
 
-    def __init__(self, spec, catalog, design_liquid: float, m_f_design: float, bank):
+    def __init__(self, spec, catalog, design_heat: float, m_f_design: float, bank=None):
         self.t_set = spec.facility_water_supply
-        vol = spec.facility_water_volume or FACILITY_VOLUME_PER_WATT * design_liquid
+        vol = spec.facility_water_volume or FACILITY_VOLUME_PER_WATT * design_heat
         self.c_facility = vol * RHO_WATER * CP_WATER
         self.m_f_design = m_f_design
         pump = lookup(catalog.pumps, spec.pumps.template, ("plant", "pumps", "template"), "pump template")
@@ -93,6 +94,11 @@ class FacilityWater:
 
     def stored_heat(self) -> float:
         return self.c_facility * self.t_facility
+
+    def pump_power(self, m_f: float) -> float:
+        """Facility-water pump power at a total primary flow ``m_f`` [W]: affinity law on the
+        design flow, P = p_s ṁ_d (ṁ / ṁ_d)³ (p_s the template's power per kg/s)."""
+        return self.pump_specific * self.m_f_design * (m_f / self.m_f_design) ** 3
 
     def _modes(self, t_free: float, available: bool) -> None:
         """Chiller start/stop and free cooling on/off, with hysteresis."""
@@ -372,7 +378,7 @@ class FacilityReturn(Component):
     def step(self, t: float, dt: float, state) -> None:
         fw, law = self.water, state["facility.facility_water_law"]
         m_f, t_fs, q_hx_total = law["m_f"], law["t_supply"], state["facility.q_cdus"]
-        p_fac = fw.pump_specific * fw.m_f_design * (m_f / fw.m_f_design) ** 3
+        p_fac = fw.pump_power(m_f)
         tf_end, tf_mean, r_mean = fw.relax(fw.t_facility, q_hx_total + p_fac, law, dt)
         q_free_fw, q_ch_fw, speed = fw.split(law, tf_mean, r_mean, **self.economiser(state, law))
         fw.t_facility = tf_end

@@ -21,8 +21,6 @@ catalogue figures and sizes.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from twin.cooling.cdu_bank import lookup
@@ -38,22 +36,20 @@ IN_SERVICE = Var("facility", "heat_rejection_in_service", "1",
                  "fraction of the heat-rejection fans in service (both circuits)", record=False)
 
 
-def rejection_unit(spec, catalog, design_liquid: float):
-    """The catalogue unit of the scenario's ``plant.heat_rejection`` and the facility-water bank
-    (count from the design heat when not given); raises FieldError at the template's path."""
+def rejection_unit(spec, catalog):
+    """The catalogue unit of the scenario's ``plant.heat_rejection`` (the plant counts the units
+    of each circuit, :mod:`twin.cooling.sizing`); raises FieldError at the template's path."""
     hr = spec.heat_rejection
     names = spec.templates()
     loc = ("plant", "heat_rejection", "template")
     if hr.kind == "cooling_tower":
-        unit = lookup(catalog.cooling_towers, names["heat_rejection"], loc, "cooling-tower template")
-    else:
-        unit = lookup(catalog.dry_coolers, names["heat_rejection"], loc, "dry-cooler template")
-        if (hr.kind == "hybrid") != (unit.adiabatic_effectiveness is not None):
-            want = "with" if hr.kind == "hybrid" else "without"
-            raise FieldError(loc, f"kind '{hr.kind}' needs a dry cooler {want} adiabatic "
-                                  f"pre-cooling; '{names['heat_rejection']}' is not")
-    count = hr.count or max(1, math.ceil(design_liquid / unit.capacity.si - 1e-9))
-    return unit, HeatRejectionBank(unit, count, hr.kind)
+        return lookup(catalog.cooling_towers, names["heat_rejection"], loc, "cooling-tower template")
+    unit = lookup(catalog.dry_coolers, names["heat_rejection"], loc, "dry-cooler template")
+    if (hr.kind == "hybrid") != (unit.adiabatic_effectiveness is not None):
+        want = "with" if hr.kind == "hybrid" else "without"
+        raise FieldError(loc, f"kind '{hr.kind}' needs a dry cooler {want} adiabatic "
+                              f"pre-cooling; '{names['heat_rejection']}' is not")
+    return unit
 
 
 class HeatRejection(Component):

@@ -1,8 +1,37 @@
-"""Sizing equipment from the IT design load with redundancy (N + R)."""
+"""Sizing the plant from the IT design load with redundancy (N + R).
+
+One path for every piece of equipment: the heat it must carry at the IT design load
+(:class:`DesignHeat`, the racks' design AC power split between the liquid and the air, plus the
+pump and fan heat and, for the towers of water-cooled chillers, the compressor heat where the
+equipment sees them), divided by one unit's rating, rounded up (N), plus R redundant units
+(:func:`units_for_load`). An explicit ``count:`` in the scenario wins. The plant
+(:class:`~twin.cooling.facility.Plant`) chains the loads:
+
+- CRAHs: the air share, each unit's rating net of its own fan heat at its rated flow;
+- chilled water (its heat-rejection units): the CRAHs' coil load (air share + CRAH fans) and
+  the chilled-water pumps, at the design air load; N only, R = 0: they free-cool the chilled
+  water ahead of the chillers, which carry it when a unit is out (an extra unit adds no
+  capacity, and runs its fans flat out with the others whenever free cooling carries part of
+  the load);
+- facility water (its heat-rejection units): the liquid share + CDU pumps at the racks' design
+  flow + facility-water pumps; towers carrying water-cooled chillers' condensers add the
+  compressor heat of both circuits at the rated COP;
+- chillers: both circuits (so the plant can run on chillers alone on a design day).
+
+The power chain (UPS modules, busway, transformers; :class:`twin.power.chain.PowerChain`) is
+sized from the same IT design load, :attr:`DesignHeat.it`.
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Air share of the heat of a plant built from its CDUs alone, without racks [1] (liquid-cooled
+#: sleds put 85–95 % of their heat into the liquid: CATALOGUE-SOURCES, "liquid share of heat").
+AIR_SHARE_DESIGN = 0.15
 
 
 def units_for_load(design_load, unit_capacity, redundant=1):
@@ -30,3 +59,42 @@ def units_for_load(design_load, unit_capacity, redundant=1):
     if unit_capacity <= 0:
         raise ValueError(f"units_for_load: unit capacity must be > 0, got {unit_capacity}")
     return int(max(1, math.ceil(design_load / unit_capacity - 1e-9)) + redundant)
+
+
+@dataclass(frozen=True)
+class DesignHeat:
+    """The IT design load the plant is sized for, by where its heat goes [W].
+
+    Attributes
+    ----------
+    liquid : float
+        Heat into the CDUs' secondary loops: the liquid-cooled devices at their TDP.
+    air : float
+        Heat into the room air: the rest of the racks' design AC input (air-cooled devices,
+        sled overhead and fans, power-shelf losses) and the scale-out network.
+    """
+
+    liquid: float
+    air: float
+
+    @property
+    def it(self) -> float:
+        """The IT design load [W]: liquid + air (the racks' design AC input and the network)."""
+        return self.liquid + self.air
+
+    @classmethod
+    def of_system(cls, system, network: float = 0.0) -> DesignHeat:
+        """From the racks: liquid = Σ TDP of the liquid-cooled devices, air = the racks'
+        design AC input (:func:`twin.power.chain.design_ac_power`) less that, plus the
+        scale-out network's power ``network`` [W]."""
+        from twin.power.chain import design_ac_power
+
+        sy = system
+        liquid = float(np.asarray(sy.chip["tdp"])[np.asarray(sy.device_liquid, dtype=bool)].sum())
+        return cls(liquid, design_ac_power(sy) - liquid + float(network))
+
+    @classmethod
+    def of_cdus(cls, capacity: float) -> DesignHeat:
+        """A plant built from its CDUs alone (no racks known): their rated heat ``capacity`` [W]
+        as the liquid share and :data:`AIR_SHARE_DESIGN` of the total in the air."""
+        return cls(capacity, AIR_SHARE_DESIGN / (1.0 - AIR_SHARE_DESIGN) * capacity)

@@ -14,8 +14,9 @@ import numpy as np
 
 from twin.cooling.cdu import SimpleCdu
 from twin.cooling.cdu_pumps import CduPumps
+from twin.cooling.sizing import DesignHeat
 from twin.network.component import NetworkPower
-from twin.power.chain import PowerChain, design_ac_power
+from twin.power.chain import PowerChain
 from twin.power.chips import COMPUTE_ROLES, ChipPower, Governors
 from twin.power.kernels import KERNELS
 from twin.power.shelves import Shelves
@@ -82,7 +83,8 @@ def assemble(loaded: LoadedScenario, system: System, workload, totals, kernel: s
         cooling = _cdus(loaded, sy)
         chain = PowerChain(sy.design_it_power, totals=tot, p_facility_limit=p_limit)
     else:
-        cooling = plant = _plant(loaded, sy, step)
+        design = DesignHeat.of_system(sy, network.power if network is not None else 0.0)
+        cooling = plant = _plant(loaded, sy, step, design)
         cat = loaded.catalog
         pl = sc.plant
         room = (cat.room_coolers[pl.electrical_room.template]
@@ -91,7 +93,7 @@ def assemble(loaded: LoadedScenario, system: System, workload, totals, kernel: s
             raise loaded.locate(FieldError(("plant", "ups", "module_management"),
                                            f"UPS '{pl.ups.template}' has no suspended_loss in the catalogue "
                                            "(the losses of a parked module that module management needs)"))
-        chain = PowerChain(design_ac_power(sy), cat.ups[pl.ups.template], pl.ups.mode,
+        chain = PowerChain(design.it, cat.ups[pl.ups.template], pl.ups.mode,
                            cat.transformers[pl.transformer.template], tot,
                            redundant=pl.ups.redundant, power_factor=pl.transformer.power_factor,
                            misc_fraction=pl.misc_load, room_cooler=room, outdoor=True,
@@ -124,8 +126,9 @@ def _cdus(loaded: LoadedScenario, sy: System):
     return cdu_model(kinds[0])(sy, sc.site.facility_water_supply, sc.site.cold_aisle, pumps, entries)
 
 
-def _plant(loaded: LoadedScenario, sy: System, step: float):
-    """The facility cooling plant of the scenario's ``plant:`` behind the CDUs."""
+def _plant(loaded: LoadedScenario, sy: System, step: float, design):
+    """The facility cooling plant of the scenario's ``plant:`` behind the CDUs, sized for the IT
+    design load ``design`` (:class:`~twin.cooling.sizing.DesignHeat`)."""
     import pandas as pd
 
     from twin.cooling.facility import Plant
@@ -146,7 +149,7 @@ def _plant(loaded: LoadedScenario, sy: System, step: float):
     try:
         plant = Plant(sc.plant, cat, list(sy.cdu_template), sy.cdu_setpoint, design_flow,
                       step * every, start_day_of_year=day, base_dir=loaded.base, every=every,
-                      system=sy, supply_volume=volume, coolant=sy.extra["coolant"])
+                      system=sy, supply_volume=volume, coolant=sy.extra["coolant"], design=design)
         why = plant.weather.span_error(sc.time.duration)  # before the run, not at its end
         if why is not None:
             raise FieldError(("plant", "weather", "file"), why)

@@ -1,0 +1,126 @@
+"""Plant sizing from the IT design load with N + R (twin.cooling.sizing), against hand
+calculations from the catalogue's figures."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from tests.conftest import SCENARIOS
+from twin.catalog import load_catalog
+from twin.cooling.config import PlantSpec
+from twin.cooling.facility import Plant
+from twin.cooling.sizing import DesignHeat, units_for_load
+from twin.power.chain import design_ac_power
+from twin.scenario import load_scenario
+from twin.sim.driver import Simulation
+from twin.site.weather import Weather
+from twin.units import CP_AIR, CP_WATER, RHO_AIR, RHO_WATER
+
+CAT = load_catalog()
+MILD = Weather.constant(15.0, rh=0.5)
+
+
+@pytest.mark.parametrize("load, unit, r, n", [
+    (0.31e6, 1e6, 1, 2),  # N = 1 (never 0), + 1
+    (2e6, 1e6, 1, 3),  # an exact multiple needs no extra unit
+    (2e6 + 1.0, 1e6, 0, 3),
+    (0.0, 1e6, 1, 2),
+    (1.2e6, 150e3, 2, 10),
+])
+def test_units_for_load_is_n_plus_r(load, unit, r, n):
+    assert units_for_load(load, unit, r) == n
+
+
+def test_units_for_load_needs_a_capacity():
+    with pytest.raises(ValueError, match="unit capacity must be > 0"):
+        units_for_load(1e6, 0.0)
+
+
+@pytest.fixture(scope="module")
+def leesburg():
+    """The annual Leesburg hall (8 Trn3 UltraServers on two 1.35 MW CDUs), built, not run."""
+    return Simulation(load_scenario(SCENARIOS / "annual-leesburg.yaml", {"time": {"duration": "1 h"}}))
+
+
+def test_design_heat_is_the_racks_design_ac_load(leesburg):
+    """Liquid + air = the racks' design AC input (the power chain's design load, the same
+    number), the liquid share inside the 85–95 % of liquid-cooled sleds (CATALOGUE-SOURCES,
+    "liquid share of heat")."""
+    sy, plant = leesburg.system, leesburg.plant
+    d = plant.design
+    assert d.it == pytest.approx(design_ac_power(sy), rel=1e-12)
+    assert leesburg.chain.design == d.it
+    assert d.liquid == pytest.approx(float(sy.chip["tdp"][sy.device_liquid].sum()), rel=1e-12)
+    assert 0.85 < d.liquid / d.it < 0.95
+
+
+def test_leesburg_counts_by_hand(leesburg):
+    """Each equipment type's count from the design heat it carries (hand calculation, catalogue
+    figures), N+1: the liquid 1.274 MW and the air 0.195 MW of the hall's 1.468 MW AC design load.
+
+    - CRAHs: ⌈0.195 MW / (150 − 8 kW)⌉ + 1 = 2 + 1 = 3 (150 kW units net of their 8 kW fans);
+    - chilled water: the air, the 3 CRAHs' fans on the cube law and the chilled-water pumps,
+      ⌈0.197 MW / 1 MW⌉ = 1 dry cooler (N: the chillers back it up);
+    - facility water: the liquid plus the CDU pumps (at most their 2 × 12.1 kW nameplate) and the
+      facility pumps (at most 18 kW per 3,000 L/min at the CDUs' 2 × 2,000 L/min):
+      ⌈1.27–1.32 MW / 1 MW⌉ + 1 = 3 dry coolers;
+    - chillers: both circuits, ⌈1.47–1.52 MW / 1 MW⌉ + 1 = 3.
+    (Sized from the two CDUs' nameplates instead, the hall had 5 CRAHs and 4 chillers.)
+    """
+    plant, d = leesburg.plant, leesburg.plant.design
+    crah = CAT.crahs["crah-150kw"]
+    n_crah = math.ceil(d.air / (crah.capacity.si - crah.fan_power.si)) + 1
+    assert plant.crah_count == n_crah == 3
+    flow = d.air / (RHO_AIR * CP_AIR * crah.delta_t_air.si)
+    p_fans = n_crah * crah.fan_power.si * (flow / (n_crah * crah.air_flow.si)) ** 3
+    pump = CAT.pumps["facility-water-pump"]
+    specific = pump.power.si / (pump.design_flow.si * RHO_WATER)
+    m_design = n_crah * crah.capacity.si / (CP_WATER * crah.delta_t_water.si)
+    m = (d.air + p_fans) / (CP_WATER * crah.delta_t_water.si)
+    q_chw = d.air + p_fans + specific * m_design * (m / m_design) ** 3
+    assert plant.design_heat["chilled_water"] == pytest.approx(q_chw, rel=1e-9)
+    assert plant.chw_bank.count == math.ceil(q_chw / 1e6) == 1
+    cdu = CAT.cdus["in-row-1350kw"]
+    q_fw_low = d.liquid
+    q_fw_high = d.liquid + 2 * cdu.pump_power.si + specific * 2 * cdu.design_flow.si * RHO_WATER
+    assert q_fw_low < plant.design_heat["facility_water"] < q_fw_high
+    assert plant.bank.count == math.ceil(q_fw_low / 1e6) + 1 == math.ceil(q_fw_high / 1e6) + 1 == 3
+    assert plant.chiller_count == math.ceil((q_fw_low + q_chw) / 1e6) + 1 == 3
+    assert math.ceil((q_fw_high + q_chw) / 1e6) + 1 == 3
+    # the power chain from the same load: UPS ⌈(1.468 MW + busway) / 500 kW⌉ + 1 = 4 modules,
+    # transformers ⌈1.25 × 1.468 MW / (0.95 × 1,000 kVA)⌉ = 2
+    assert leesburg.chain.n_modules == math.ceil(d.it * 1.004 / 500e3) + 1 == 4
+    assert leesburg.chain.n_transformers == math.ceil(1.25 * d.it / (0.95 * 1e6)) == 2
+
+
+def _plant(spec: dict, design: DesignHeat) -> Plant:
+    return Plant(PlantSpec.model_validate({"facility_water_supply": "30 degC", **spec}), CAT, ["in-row-1350kw"],
+                 np.array([35.0]), np.array([20.0]), 60.0, weather=MILD, design=design)
+
+
+def test_scenario_count_and_redundancy_win():
+    """``count:`` wins over the sizing; ``redundant:`` is R of N + R for its type (the chilled
+    water's free-cooling units are N whatever it is)."""
+    design = DesignHeat(0.6e6, 0.1e6)
+    plant = _plant({}, design)
+    assert (plant.bank.count, plant.chiller_count, plant.crah_count, plant.chw_bank.count) == (2, 2, 2, 1)
+    plant = _plant({"crah": {"count": 7}, "chiller": {"redundant": 0},
+                    "heat_rejection": {"redundant": 2}}, design)
+    assert (plant.crah_count, plant.chiller_count, plant.bank.count, plant.chw_bank.count) == (7, 1, 3, 1)
+    plant = _plant({"heat_rejection": {"count": 5}, "chiller": {"count": 0}}, design)
+    assert (plant.bank.count, plant.chiller_count) == (5, 0)
+
+
+def test_towers_are_sized_for_the_water_cooled_condensers():
+    """Cooling towers reject the condensers' heat of both circuits at the rated COP:
+    (q_fw + q_chw)(1 + 1/6.28) for 0.90 + 0.05 MW is 1.10 MW, two towers + 1, where dry coolers
+    for the facility water alone (0.9 MW) are one + 1."""
+    design = DesignHeat(0.9e6, 0.05e6)
+    towers = _plant({"heat_rejection": {"kind": "cooling_tower"}}, design)
+    q_both = towers.design_heat["facility_water"] + towers.design_heat["chilled_water"]
+    assert towers.design_heat["heat_rejection"] == pytest.approx(q_both * (1 + 1 / 6.28), rel=1e-12)
+    assert towers.bank.count == 3
+    assert _plant({}, design).bank.count == 2
