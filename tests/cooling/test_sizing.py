@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import SCENARIOS
+from tests.cooling.test_circuit_pumps import _hand as pumps_by_hand
 from twin.catalog import load_catalog
 from twin.cooling.config import PlantSpec
 from twin.cooling.facility import Plant
@@ -62,10 +63,11 @@ def test_leesburg_counts_by_hand(leesburg):
     figures), N+1: the liquid 1.274 MW and the air 0.195 MW of the hall's 1.468 MW AC design load.
 
     - CRAHs: ⌈0.195 MW / (150 − 8 kW)⌉ + 1 = 2 + 1 = 3 (150 kW units net of their 8 kW fans);
-    - chilled water: the air, the 3 CRAHs' fans on the cube law and the chilled-water pumps,
-      ⌈0.197 MW / 1 MW⌉ = 1 dry cooler (N: the chillers back it up);
+    - chilled water: the air, the 3 CRAHs' fans on the cube law and the chilled-water pumps (on
+      their curve, 70 kPa held at the farthest coil: tests/cooling/test_circuit_pumps.py's hand
+      calculation), ⌈0.198 MW / 1 MW⌉ = 1 dry cooler (N: the chillers back it up);
     - facility water: the liquid plus the CDU pumps (at most their 2 × 12.1 kW nameplate) and the
-      facility pumps (at most 18 kW per 3,000 L/min at the CDUs' 2 × 2,000 L/min):
+      facility pumps (at most their 17.3 kW at the CDUs' 2 × 2,000 L/min design flow):
       ⌈1.27–1.32 MW / 1 MW⌉ + 1 = 3 dry coolers;
     - chillers: both circuits, ⌈1.47–1.52 MW / 1 MW⌉ + 1 = 3.
     (Sized from the two CDUs' nameplates instead, the hall had 5 CRAHs and 4 chillers.)
@@ -77,15 +79,18 @@ def test_leesburg_counts_by_hand(leesburg):
     flow = d.air / (RHO_AIR * CP_AIR * crah.delta_t_air.si)
     p_fans = n_crah * crah.fan_power.si * (flow / (n_crah * crah.air_flow.si)) ** 3
     pump = CAT.pumps["facility-water-pump"]
-    specific = pump.power.si / (pump.design_flow.si * RHO_WATER)
-    m_design = n_crah * crah.capacity.si / (CP_WATER * crah.delta_t_water.si)
-    m = (d.air + p_fans) / (CP_WATER * crah.delta_t_water.si)
-    q_chw = d.air + p_fans + specific * m_design * (m / m_design) ** 3
+    q_design = n_crah * crah.capacity.si / (CP_WATER * crah.delta_t_water.si) / RHO_WATER
+    q = (d.air + p_fans) / (CP_WATER * crah.delta_t_water.si) / RHO_WATER
+    n_pumps = math.ceil(q_design / pump.design_flow.si)
+    q_chw = d.air + p_fans + pumps_by_hand(q, q_design, n_pumps)[0]
     assert plant.design_heat["chilled_water"] == pytest.approx(q_chw, rel=1e-9)
     assert plant.chw_bank.count == math.ceil(q_chw / 1e6) == 1
     cdu = CAT.cdus["in-row-1350kw"]
     q_fw_low = d.liquid
-    q_fw_high = d.liquid + 2 * cdu.pump_power.si + specific * 2 * cdu.design_flow.si * RHO_WATER
+    q_fw_design = 2 * cdu.design_flow.si  # the CDUs' primary flow at their rated heat
+    p_fw_max = pumps_by_hand(q_fw_design, q_fw_design, math.ceil(q_fw_design / pump.design_flow.si))[0]
+    assert p_fw_max == pytest.approx(17.3e3, rel=0.01)
+    q_fw_high = d.liquid + 2 * cdu.pump_power.si + p_fw_max
     assert q_fw_low < plant.design_heat["facility_water"] < q_fw_high
     assert plant.bank.count == math.ceil(q_fw_low / 1e6) + 1 == math.ceil(q_fw_high / 1e6) + 1 == 3
     assert plant.chiller_count == math.ceil((q_fw_low + q_chw) / 1e6) + 1 == 3

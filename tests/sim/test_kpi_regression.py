@@ -150,9 +150,14 @@ _SIZING = ("the plant is counted from the IT design load with N+1 (twin.cooling.
            "chillers for their circuits' heat) instead of from the CDUs' nameplate: CRAH, heat-rejection fan "
            "and chilled-water pump power, the facility-water volume (so its temperatures) and p_cooling, "
            "p_facility and pue move")
+_CIRCUIT_PUMPS = ("the facility- and chilled-water pumps run on their curve under differential-pressure control "
+                  "(70 kPa held at the farthest CDU primary or CRAH coil, 180 kPa circuits at design flow, pumps "
+                  "selected for the circuit's design flow) instead of the affinity law from a 3,000 L/min template: "
+                  "p_facility_pumps rises from ~0.05 % to ~0.5 % of IT, and with it p_cooling, the chillers' trim "
+                  "(the pumps' heat), p_transformer_loss, p_facility and pue")
 for _case in ("design-day-phoenix", "annual-leesburg", "cdu-pump-trip", "cdu-pump-trip-failover", "hall-1k",
               "phoenix-events"):
-    CHANGED[_case] += "; " + _SIZING
+    CHANGED[_case] += "; " + _SIZING + "; " + _CIRCUIT_PUMPS
 CHANGED["quickstart-events"] += ("; the set-point change reaches the racks through the in-row CDU's supply "
                                  "pipe (150 L, plug flow), τ = V/Q after it leaves the CDU")
 CHANGED["quickstart-events"] += ("; without a plant a set-point change enters the supply pipe over the step it "

@@ -562,7 +562,9 @@ class CRAH(Entry):
 
 class Pump(Entry):
     """A variable-speed water pump: design flow and electrical power at design head, and
-    optionally its curve (shut-off and rated pressure, best efficiency, minimum speed)."""
+    optionally its curve (shut-off and rated pressure, best efficiency, minimum speed) and, for a
+    plant circuit's pumps (facility and chilled water), the circuit they are applied to: its
+    pressure drop at its design flow and the differential pressure held at its index point."""
 
     design_flow: VolumeFlow
     power: Power
@@ -571,6 +573,8 @@ class Pump(Entry):
     efficiency: Ratio | None = None  # pump (hydraulic) efficiency at the rated point [1]
     drive_efficiency: Ratio | None = None  # motor × VFD [1]
     min_speed: Ratio | None = None  # [1]
+    circuit_pressure: Pressure | None = None  # the circuit's pressure drop at its design flow [Pa]
+    index_pressure: Pressure | None = None  # differential pressure held at the index point [Pa]
 
     @model_validator(mode="after")
     def _curve(self):
@@ -578,6 +582,10 @@ class Pump(Entry):
             raise ValueError("give shutoff_pressure and design_pressure together")
         if self.shutoff_pressure is not None and not self.design_pressure.si < self.shutoff_pressure.si:
             raise ValueError("design_pressure must be below shutoff_pressure")
+        if (self.circuit_pressure is None) != (self.index_pressure is None):
+            raise ValueError("give circuit_pressure and index_pressure together")
+        if self.circuit_pressure is not None and not self.index_pressure.si < self.circuit_pressure.si:
+            raise ValueError("index_pressure must be below circuit_pressure")
         return self
 
 

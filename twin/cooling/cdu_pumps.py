@@ -23,15 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from twin.cooling.hydraulics import (
-    dp_control_pressure,
-    operating_flow,
-    pump_curve_coefficient,
-    pump_efficiency,
-    pump_pressure,
-    speed_for_flow,
-)
-from twin.cooling.hydraulics import pump_power
+from twin.cooling.hydraulics import dp_controlled_power, operating_flow, pump_curve_coefficient
 from twin.cooling.plant import affinity_power
 from twin.units import RHO_WATER
 
@@ -166,10 +158,7 @@ class CduPumps:
         share = running / self.duty
         with np.errstate(divide="ignore", invalid="ignore"):
             p_affinity = affinity_power(q / (self.design_flow * share), self.design_power * share) * self.resistance
-            need = dp_control_pressure(q, self.dp_index, self.k_path)
-            speed = speed_for_flow(q, need, running, self.p0, self.a, self.min_speed)
-            dp = np.maximum(need, pump_pressure(q, speed, self.p0, self.a, running))
-            eta = pump_efficiency(q, speed, running, self.q_pump, self.eta)
-            p_curve = pump_power(q, dp, eta, self.drive)
+            p_curve = dp_controlled_power(q, running, self.dp_index, self.k_path, self.p0, self.a,
+                                          self.min_speed, self.q_pump, self.eta, self.drive)
         p = np.where(self.curve, p_curve, p_affinity)
         return np.where((running > 0) & (q > 0), p, 0.0)

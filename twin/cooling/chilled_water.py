@@ -14,12 +14,13 @@ import numpy as np
 
 from twin.cooling.cdu import T_COLD_AISLE_NEXT, T_COLD_AISLE_SET
 from twin.cooling.cdu_bank import lookup
+from twin.cooling.circuit_pumps import CircuitPumps
 from twin.cooling.heat_rejection import HeatRejectionBank
 from twin.cooling.plant import crah_fan_power, economiser_split
 from twin.cooling.sizing import units_for_load
 from twin.cooling.volumes import relax1
 from twin.sim.component import Component, Var, step_mean
-from twin.units import CP_AIR, CP_WATER, RHO_AIR
+from twin.units import CP_AIR, CP_WATER, RHO_AIR, RHO_WATER
 
 P_CRAH = Var("facility", "p_crah", "W", "CRAH fan power")
 CHW_STEP = Var("facility", "chilled_water_step", "1",
@@ -39,9 +40,6 @@ class ChilledWater(Component):
         The heat-rejection unit type that free-cools the chilled water.
     design_air : float
         Heat into the room air at the IT design load [W] (:class:`~twin.cooling.sizing.DesignHeat`).
-    pump_specific : float
-        Chilled-water pump power per unit of design flow [W per kg/s] (the facility pumps'
-        template).
     every : int
         Thermal steps per plant step.
 
@@ -66,7 +64,7 @@ class ChilledWater(Component):
     def from_plant(cls, plant):
         return plant.room
 
-    def __init__(self, spec, catalog, unit, design_air: float, pump_specific: float, every: int = 1):
+    def __init__(self, spec, catalog, unit, design_air: float, every: int = 1):
         self.every = every
         hr, cr = spec.heat_rejection, spec.crah
         crah = lookup(catalog.crahs, cr.template, ("plant", "crah", "template"), "CRAH template")
@@ -79,7 +77,10 @@ class ChilledWater(Component):
         self.c_room = cr.air_volume * RHO_AIR * CP_AIR
         self.k_room = self.c_room / cr.time_constant
         self.m_chw_design = self.crah_capacity / (CP_WATER * crah.delta_t_water.si)
-        self.pump_specific = pump_specific
+        loc = ("plant", "pumps", "template")
+        #: The chilled-water pumps (the facility pumps' template, on the CRAHs' design flow).
+        self.pumps = CircuitPumps(lookup(catalog.pumps, spec.pumps.template, loc, "pump template"),
+                                  self.m_chw_design / RHO_WATER, loc)
         self.state = None
         self.reset()
         #: Chilled-water heat at the design air load [W]: the CRAH coils (air + fans) and pumps.
@@ -141,8 +142,7 @@ class ChilledWater(Component):
                                        t_ca_set, dt)
             q_crah = q_room + self.k_room * (tca_mean - t_ca_set)
         m_chw = q_crah / (CP_WATER * cr.delta_t_water.si)
-        p_chw = (self.pump_specific * self.m_chw_design * (m_chw / self.m_chw_design) ** 3
-                 if m_chw > 0 else 0.0)
+        p_chw = self.pumps.power(m_chw / RHO_WATER) if m_chw > 0 else 0.0
         q_chw = q_crah + p_chw
         t_chw_ret = self.t_chw_set + q_chw / (m_chw * CP_WATER) if m_chw > 0 else self.t_chw_set
         return {"q_air": q_air, "p_crah": p_crah, "tca_end": tca_end, "tca_mean": tca_mean, "m_chw": m_chw,

@@ -411,7 +411,7 @@ class Plant:
         capacity = float(cdus.cdu_capacity.sum())
         q_fw = q_cdus + fw.pump_power(fw.m_f_design * min(q_cdus / capacity, 1.0))
         unit = rejection_unit(spec, catalog)
-        self.room = ChilledWater(spec, catalog, unit, design.air, fw.pump_specific, every)
+        self.room = ChilledWater(spec, catalog, unit, design.air, every)
         self.chw_bank = self.room.chw_bank
         q_both = q_fw + self.room.design_heat
         # towers carrying water-cooled condensers reject the compressors' heat of both circuits too

@@ -19,8 +19,9 @@ free cooling is bypassed (chiller only) when it would cool the return by less th
 ``min_useful``. While the chiller trims a held set-point, the fans run at the speed with the
 least fan + compressor power (``economiser.fans: optimal``, :meth:`FacilityWater.split`) or
 flat out (``flat_out``); the loop's temperature is the same either way (the set-point is held),
-only the split between free cooling and the chiller moves. Pumps (variable primary) by the
-affinity law on Σ of the CDU primary flows.
+only the split between free cooling and the chiller moves. Pumps (variable primary) on Σ of the
+CDU primary flows, on their curve under differential-pressure control at the index CDU
+(:mod:`twin.cooling.circuit_pumps`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import numpy as np
 
 from twin.cooling.cdu import T_FACILITY_SUPPLY, T_FACILITY_SUPPLY_SET
 from twin.cooling.cdu_bank import lookup
+from twin.cooling.circuit_pumps import CircuitPumps
 from twin.cooling.config import COOLING_MODES
 from twin.cooling.economiser import cheapest_speed
 from twin.cooling.volumes import relax1
@@ -75,9 +77,10 @@ class FacilityWater:
         vol = spec.facility_water_volume or FACILITY_VOLUME_PER_WATT * design_heat
         self.c_facility = vol * RHO_WATER * CP_WATER
         self.m_f_design = m_f_design
-        pump = lookup(catalog.pumps, spec.pumps.template, ("plant", "pumps", "template"), "pump template")
-        #: Pump power per unit of design flow at the template's head [W per kg/s].
-        self.pump_specific = pump.power.si / (pump.design_flow.si * RHO_WATER)
+        loc = ("plant", "pumps", "template")
+        #: The facility-water pumps (variable primary), on the CDUs' design primary flow.
+        self.pumps = CircuitPumps(lookup(catalog.pumps, spec.pumps.template, loc, "pump template"),
+                                  m_f_design / RHO_WATER, loc)
         self.bank = bank
         eco = spec.economiser
         self.hysteresis, self.min_useful = eco.hysteresis, eco.min_useful
@@ -96,9 +99,9 @@ class FacilityWater:
         return self.c_facility * self.t_facility
 
     def pump_power(self, m_f: float) -> float:
-        """Facility-water pump power at a total primary flow ``m_f`` [W]: affinity law on the
-        design flow, P = p_s ṁ_d (ṁ / ṁ_d)³ (p_s the template's power per kg/s)."""
-        return self.pump_specific * self.m_f_design * (m_f / self.m_f_design) ** 3
+        """Facility-water pump power at a total primary flow ``m_f`` [kg s-1] → [W]: the
+        pumps on their curve (:class:`~twin.cooling.circuit_pumps.CircuitPumps`)."""
+        return self.pumps.power(m_f / RHO_WATER)
 
     def _modes(self, t_free: float, available: bool) -> None:
         """Chiller start/stop and free cooling on/off, with hysteresis."""

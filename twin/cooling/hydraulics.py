@@ -235,6 +235,39 @@ def pump_power(flow, pressure, efficiency, drive_efficiency=1.0):
     return np.maximum(q, 0.0) * np.maximum(p, 0.0) / (e * d)
 
 
+def dp_controlled_power(flow, n_pumps, dp_index, k_path, shutoff_pressure, a, min_speed, best_flow,
+                        best_efficiency, drive_efficiency=1.0):
+    """Electrical power of n parallel pumps delivering ``flow`` under differential-pressure control.
+
+    Parameters
+    ----------
+    flow : array_like
+        Loop flow [m³ s-1].
+    n_pumps : array_like
+        Identical pumps running in parallel [1], > 0.
+    dp_index : array_like
+        Differential pressure held at the index point [Pa].
+    k_path : array_like
+        Resistance in series with the index point [Pa s² m-6] (:func:`dp_control_pressure`).
+    shutoff_pressure, a, min_speed, best_flow, best_efficiency, drive_efficiency : array_like
+        One pump: its curve, minimum speed, best-efficiency point and drive, as for
+        :func:`loop_operating_point`.
+
+    Returns
+    -------
+    ndarray
+        P = Q Δp / (η(Q, N) η_drive) [W] with Δp = Δp_index + k_path Q² (:func:`dp_control_pressure`)
+        at the speed N the pumps' curve needs for it (:func:`speed_for_flow`); below the drive's
+        minimum speed the pumps run at the minimum and their surplus pressure is throttled
+        (Δp = the curve's pressure at that speed).
+    """
+    need = dp_control_pressure(flow, dp_index, k_path)
+    speed = speed_for_flow(flow, need, n_pumps, shutoff_pressure, a, min_speed)
+    dp = np.maximum(need, pump_pressure(flow, speed, shutoff_pressure, a, n_pumps))
+    eta = pump_efficiency(flow, speed, n_pumps, best_flow, best_efficiency)
+    return pump_power(flow, dp, eta, drive_efficiency)
+
+
 def branch_flows(total_flow, k, group=None):
     """Flow through parallel branches that share one pressure drop.
 
