@@ -191,8 +191,9 @@ class Recorder:
 
         With a sink, the block's last step is added to every group after the steps before it
         (the block ends at the first flush, :meth:`steps_to_flush`), so a flush that fails leaves
-        every group holding the same steps as the per-step path would."""
-        if self.sink is not None and n > 1:
+        every group holding the same steps as the per-step path would. A block shorter than
+        :meth:`steps_to_flush` flushes nothing, so it is added whole."""
+        if self.sink is not None and n > 1 and n >= self.steps_to_flush():
             self._add_block(n - 1, {key: v[: n - 1] for key, v in block.items()}, state, view)
             view.j = n - 1
             self.add(view)
