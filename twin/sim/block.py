@@ -446,9 +446,9 @@ class QuietBlocks:
         sim = self.sim
         st, schedule = sim.state, sim.schedule
         if schedule.steps_before_update() != n - 1:  # (none updates)
-            schedule.accumulate(n, lambda key, j: view.at(key, j))
+            schedule.accumulate(n, view.at, block.get)
             return None
-        schedule.accumulate(n - 1, lambda key, j: view.at(key, j))
+        schedule.accumulate(n - 1, view.at, block.get)
         keys = self._plant_keys if each is None else self._plant_all
         before = {key: np.array(st[key]) for key in keys}  # (copies: they may change in place)
         schedule.step_multi((sim.step_index + n - 1) * sim.h, lambda key: view.at(key, n - 1), st, sim.timing)

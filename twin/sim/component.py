@@ -292,13 +292,23 @@ class Schedule:
             if timing is not None:
                 timing[c.phase] += now() - t0
 
-    def accumulate(self, n: int, value) -> None:
+    def accumulate(self, n: int, value, series=None) -> None:
         """Count ``n`` thermal steps on which no multi-rate component updates, adding each
         step's inputs to their sums as :meth:`step` does (``value(key, j)``: the value of
-        ``key`` at the ``j``-th of them), without stepping any component."""
+        ``key`` at the ``j``-th of them), without stepping any component. ``series(key)``, if
+        given, is the steps' values of ``key`` stacked, (≥ n, …), or None: a float series of
+        one value a step is summed by ``np.add.accumulate``, which adds the rows one after the
+        other as the loop does (the same additions in the same order)."""
         for c, sums, count in self._multi.values():
             for key in sums:
                 acc = sums[key]
+                s = None if series is None else series(key)
+                if n and s is not None and s.dtype == np.float64 and s.ndim in (1, 2, 3) and (s.ndim < 3 or s.shape[1] == 1):
+                    s = s[:n] if s.ndim < 3 else s[:n, 0]  # (a step's mean is its one sub-step)
+                    if acc is not None:
+                        s = np.concatenate([np.asarray(acc)[None], s])
+                    sums[key] = np.add.accumulate(s, axis=0)[-1]
+                    continue
                 for j in range(n):
                     v = step_mean(value(key, j))
                     acc = v.copy() if acc is None else acc + v
