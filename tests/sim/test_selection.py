@@ -12,7 +12,9 @@ def _cases():
     n = 60
     yield np.arange(10, 30), "slice", n
     yield (np.arange(8)[:, None] * 5 + np.arange(4)).ravel(), "strided", n  # 4 of 5 per node
-    yield (np.arange(8)[:, None] * 5 + np.arange(4)).ravel() + 20, "strided", 60  # last stride past the end
+    yield (np.arange(8)[:, None] * 5 + np.arange(4)).ravel() + 20, "strided", 60  # last stride to the end
+    yield np.arange(12) * 5 + 4, "strided", n  # a host after each node's 4: the last stride past the end
+    yield (np.arange(12)[:, None] * 5 + np.arange(3, 5)).ravel(), "strided", n  # runs of 2, past the end
     yield np.array([1, 2, 5, 6, 7]), "index", n  # uneven runs
     yield np.array([3, 9, 12]), "index", n
     yield np.array([7]), "slice", n
@@ -23,11 +25,12 @@ def _cases():
 @pytest.mark.parametrize("index,layout,n", list(_cases()))
 def test_take_and_put_match_fancy_indexing(index, layout, n):
     """take and put agree with a[..., index] exactly (tolerance 0: they move the same values)
-    for 1-D and (sub-steps, entities) arrays, with row, column and scalar values."""
+    for 1-D, (sub-steps, entities) and (steps, sub-steps, entities) arrays, with row, column
+    and scalar values."""
     sel = Selection(index)
     assert sel.layout == layout
     rng = np.random.default_rng(1)
-    for shape in ((n,), (3, n)):
+    for shape in ((n,), (3, n), (2, 3, n)):
         a = rng.random(shape)
         np.testing.assert_array_equal(sel.take(a), a[..., index].reshape(sel.take(a).shape))
         if index.size:
@@ -41,5 +44,5 @@ def test_take_and_put_match_fancy_indexing(index, layout, n):
 
 def test_strided_take_is_a_view():
     a = np.zeros((2, 50))
-    sel = Selection((np.arange(10)[:, None] * 5 + np.arange(4)).ravel())
-    assert np.shares_memory(sel.take(a), a)
+    for index in ((np.arange(10)[:, None] * 5 + np.arange(4)).ravel(), np.arange(10) * 5 + 4):
+        assert np.shares_memory(Selection(index).take(a), a)

@@ -56,20 +56,31 @@ class Selection:
         runs, else a gathered copy."""
         if self.layout == "slice":
             return a[..., self.slice]
-        if self.layout == "strided" and self.slice.stop <= a.shape[-1]:
+        if self.layout == "strided":
+            return self._runs(a, False)
+        return a[..., self.index]
+
+    def _runs(self, a: np.ndarray, write: bool) -> np.ndarray:
+        """The strided runs of ``a``'s last axis as a view of shape (..., rows, width)."""
+        if self.slice.stop <= a.shape[-1]:
             block = a[..., self.slice]
             return block.reshape(block.shape[:-1] + (self.rows, self.stride))[..., : self.width]
-        return a[..., self.index]  # (the last run's stride reaches past the end: gather)
+        # the last run's stride reaches past the end (a host after each node's devices, say):
+        # the same view by its strides (its last element, index[-1], is inside the axis)
+        base = a[..., self.slice.start:]
+        s = base.strides
+        return np.lib.stride_tricks.as_strided(base, base.shape[:-1] + (self.rows, self.width),
+                                               s[:-1] + (s[-1] * self.stride, s[-1]), writeable=write)
 
     def put(self, a: np.ndarray, value) -> None:
         """``a[..., index] = value``, ``value`` broadcasting as it would against ``a[..., index]``."""
-        if self.layout == "strided" and self.slice.stop <= a.shape[-1]:
+        if self.layout == "strided":
             v = np.asarray(value)
             if v.ndim:
                 last = v.shape[-1]
                 v = v.reshape(v.shape[:-1] + ((self.rows, self.width) if last == self.size and last != 1
                                               else (1, 1)))
-            self.take(a)[...] = v
+            self._runs(a, True)[...] = v
         elif self.layout == "slice":
             a[..., self.slice] = value
         elif self.layout != "empty":
