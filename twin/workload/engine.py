@@ -50,9 +50,13 @@ class Workload:
             self.selected[idx] = True
         for job in self.jobs.jobs if self.jobs is not None else ():
             self.selected[job.candidates] = True
-        self._block = np.zeros((0, self.n_sub, self.n_devices))
-        self._next = 0
+        #: The rules' current block of steps: from ``_block_t``, ``_steps`` steps, the next to
+        #: give ``_next``; its values (``_block``) computed when the per-step path first reads
+        #: it (None until then: :meth:`rules_ahead` evaluates the steps it takes into its output)
+        self._block = None
         self._block_t = 0.0
+        self._steps = 0
+        self._next = 0
 
     def demand(self, t: float, clock: np.ndarray, tripped: np.ndarray, t_die: np.ndarray | None = None):
         """Utilisation for the sub-steps of the thermal step starting at ``t``.
@@ -64,8 +68,11 @@ class Workload:
         repair : ndarray of int
             Devices whose job restarted (their trips are cleared).
         """
-        if self._next >= self._block.shape[0]:
+        if self._next >= self._steps:
             self._refill(t)
+        if self._block is None:
+            flat = self.rules.demand(self._block_t, self.h_w, self._steps * self.n_sub)
+            self._block = flat.reshape(self._steps, self.n_sub, self.n_devices)
         u = self._block[self._next]
         self._next += 1
         if self.jobs is None:
@@ -75,29 +82,34 @@ class Workload:
         return u, repair
 
     def _refill(self, t: float) -> None:
-        steps = max(1, BLOCK_VALUES // max(1, self.n_sub * self.n_devices))
-        flat = self.rules.demand(t, self.h_w, steps * self.n_sub)
-        self._block = flat.reshape(steps, self.n_sub, self.n_devices)
-        self._next = 0
+        """A new block of steps from ``t`` (its values are computed when read)."""
+        self._steps = max(1, BLOCK_VALUES // max(1, self.n_sub * self.n_devices))
+        self._block, self._block_t, self._next = None, t, 0
 
     def rules_ahead(self, i0: int, k: int, out: np.ndarray | None = None) -> np.ndarray:
         """The rules' utilisation of the ``k`` thermal steps from step ``i0`` (at t = i·h), as
         ``k`` calls of :meth:`demand` would give it without jobs, into ``out`` (k, n_sub,
-        devices); those steps are consumed (:meth:`cursor` and :meth:`restore` take it back)."""
+        devices); those steps are consumed (:meth:`cursor` and :meth:`restore` take it back).
+        Steps of a block not yet computed are evaluated straight into ``out``, at the times the
+        whole block would give them (the same values)."""
         out = np.empty((k, self.n_sub, self.n_devices)) if out is None else out
-        j = 0
+        j, n_sub = 0, self.n_sub
         while j < k:
-            if self._next >= self._block.shape[0]:
+            if self._next >= self._steps:
                 self._refill((i0 + j) * self.h)
-            take = min(k - j, self._block.shape[0] - self._next)
-            out[j: j + take] = self._block[self._next: self._next + take]
+            take = min(k - j, self._steps - self._next)
+            if self._block is not None:
+                out[j: j + take] = self._block[self._next: self._next + take]
+            else:
+                self.rules.demand(self._block_t, self.h_w, take * n_sub, start=self._next * n_sub,
+                                  out=out[j: j + take].reshape(take * n_sub, self.n_devices))
             self._next += take
             j += take
         return out
 
     def cursor(self):
-        """Where the rules' precomputed values stand (for :meth:`restore`)."""
-        return self._block, self._next
+        """Where the rules' values stand (for :meth:`restore`)."""
+        return self._block, self._block_t, self._steps, self._next
 
     def restore(self, cursor) -> None:
-        self._block, self._next = cursor
+        self._block, self._block_t, self._steps, self._next = cursor

@@ -193,10 +193,17 @@ class ProfileWorkload:
                 f"its last values are held" for kind, spec, _ in self.rules
                 if kind == "replay" and spec.times[-1] < t_end]
 
-    def demand(self, t0: float, h: float, n: int) -> np.ndarray:
-        """Step-mean demanded utilisation for ``n`` steps from ``t0`` (shape (n, devices)) [1]."""
-        t = t0 + h * np.arange(n)
-        u = np.zeros((n, self.n)) if self._zero else np.empty((n, self.n))
+    def demand(self, t0: float, h: float, n: int, start: int = 0, out: np.ndarray | None = None) -> np.ndarray:
+        """Step-mean demanded utilisation for ``n`` steps from ``t0`` (shape (n, devices)) [1];
+        with ``start``, the steps ``start`` … ``start + n − 1`` of those from ``t0`` (at t0 + h·i,
+        the same times), into ``out`` if given."""
+        t = t0 + h * np.arange(start, start + n)
+        if out is None:
+            u = np.zeros((n, self.n)) if self._zero else np.empty((n, self.n))
+        else:
+            u = out
+            if self._zero:
+                u[...] = 0.0
         for (kind, spec, idx), where in zip(self.rules, self._where):
             if kind == "constant":
                 where.put(u, spec)
