@@ -246,12 +246,15 @@ class Recorder:
         rows = np.empty((g.n_vars, n, g.n_entities))
         for i, key in enumerate(g.keys):
             v = block.get(key)
-            if v is None:  # the same every step
+            if v is None:  # the same every step (the assignment repeats its row over the steps)
                 v = np.asarray(state[key])
-                if v.ndim <= 1:  # (one value a step: the assignment repeats it over the steps)
-                    rows[i] = v * n_sub if how == "sum" and n_sub != 1 and g.vars[i] not in g.last_vars else v
-                    continue
-                v = np.broadcast_to(v, (n,) + v.shape)
+                if v.ndim == 2:  # per sub-step: the step's row, as below for each step
+                    v = v[-1] if g.vars[i] in g.last_vars else v.sum(axis=0) if how == "sum" \
+                        else v[0] if n_sub == 1 else v.mean(axis=0)
+                elif how == "sum" and n_sub != 1 and g.vars[i] not in g.last_vars:
+                    v = v * n_sub
+                rows[i] = v
+                continue
             if v.ndim == 3:  # per sub-step
                 v = v[:, -1] if g.vars[i] in g.last_vars else v.sum(axis=1) if how == "sum" \
                     else v[:, 0] if n_sub == 1 else v.mean(axis=1)
