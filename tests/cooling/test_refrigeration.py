@@ -18,7 +18,7 @@ from twin.cooling.refrigeration import (
 CAT = load_catalog()
 
 
-@pytest.mark.parametrize("name", ["water-cooled-chiller-1mw", "air-cooled-chiller-1mw"])
+@pytest.mark.parametrize("name", sorted(CAT.chillers))
 def test_rated_cop_is_reproduced_at_the_rating_point(name):
     c = CAT.chillers[name]
     args = (c.rating_chw_leaving.si, c.rating_sink_leaving.si, c.evaporator_approach.si,
@@ -88,19 +88,21 @@ def test_chiller_plant_by_hand():
     assert chiller_plant(5e6, 18.0, 30.0, *args)["q"] == pytest.approx(3e6)
 
 
-def _run_chillers(kind):
+def _run_chillers(kind, template=None):
     """The chillers of a run (the Phoenix design-day scenario with dry coolers, or cooling towers:
-    the plant picks the air- or water-cooled trim chiller)."""
+    the plant picks the air- or water-cooled trim chiller and its size, or the ``template``)."""
     from tests.conftest import SCENARIOS
     from twin.scenario import load_scenario
     from twin.sim.driver import Simulation
 
-    sim = Simulation(load_scenario(SCENARIOS / "design-day-phoenix.yaml",
-                                   {"plant": {"heat_rejection": {"kind": kind}}}))
+    plant = {"heat_rejection": {"kind": kind}}
+    if template is not None:
+        plant["chiller"] = {"template": template}
+    sim = Simulation(load_scenario(SCENARIOS / "design-day-phoenix.yaml", {"plant": plant}))
     return sim.plant.chillers
 
 
-@pytest.mark.parametrize("kind, name", [("dry_cooler", "air-cooled-chiller-1mw"),
+@pytest.mark.parametrize("kind, name", [("dry_cooler", "air-cooled-chiller-400kw"),
                                         ("cooling_tower", "water-cooled-chiller-1mw")])
 def test_the_runs_chillers_give_the_rated_cop_at_the_rating_point(kind, name):
     """What a run's chillers use (:meth:`twin.cooling.chiller.Chiller.power`, the approach model
@@ -111,6 +113,7 @@ def test_the_runs_chillers_give_the_rated_cop_at_the_rating_point(kind, name):
     to three digits (0.4826 and 0.7062 exactly), so the COP is within 0.1 % of the rating."""
     ch = _run_chillers(kind)
     c = CAT.chillers[name]
+    assert ch.chiller.capacity.si == c.capacity.si
     assert ch.chiller.condenser == ("air" if kind == "dry_cooler" else "water")
     assert ch.chiller.carnot_fraction.si == c.carnot_fraction.si
     ch.chiller_count = 1
@@ -125,14 +128,14 @@ def test_the_runs_chillers_give_the_rated_cop_at_the_rating_point(kind, name):
 
 
 def test_the_runs_chillers_by_hand_at_a_warm_water_trim():
-    """The Phoenix afternoon: the air-cooled trim chiller (one, 1 MW) takes 200 kW off the
+    """The Phoenix afternoon: the air-cooled trim chiller (one, 1 MW, named in the scenario) takes 200 kW off the
     W40 facility water and 50 kW off the 20 °C chilled water at 43 °C dry-bulb. By hand: the
     envelope holds the facility water's chiller at 20 °C leaving (its 40 °C set-point is beyond
     it), so both circuits evaporate at 20 − 2 = 18 °C and condense at 43 + 15 = 58 °C; PLR 0.25;
     P = (1 MW / COP) · EIR-fPLR(0.25) with COP = η (18 + 273.15) / 40. Closed form to 1e-12.
     The old model (fraction of Carnot 0.30 between 40 °C water and 43 °C air) gave COP 8 (its
     cap) for the facility water: ~2.2× less compressor power."""
-    ch = _run_chillers("dry_cooler")
+    ch = _run_chillers("dry_cooler", "air-cooled-chiller-1mw")
     c = CAT.chillers["air-cooled-chiller-1mw"]
     ch.chiller_count = 1
     p = ch.power(200e3, 50e3, 40.0, 20.0, 43.0, 25.0)

@@ -13,7 +13,7 @@ from tests.cooling.test_circuit_pumps import _hand as pumps_by_hand
 from twin.catalog import load_catalog
 from twin.cooling.config import PlantSpec
 from twin.cooling.facility import Plant
-from twin.cooling.sizing import DesignHeat, units_for_load
+from twin.cooling.sizing import DesignHeat, unit_size, units_for_load
 from twin.power.chain import design_ac_power
 from twin.scenario import load_scenario
 from twin.sim.driver import Simulation
@@ -94,6 +94,8 @@ def test_leesburg_counts_by_hand(leesburg):
     assert q_fw_low < plant.design_heat["facility_water"] < q_fw_high
     assert plant.bank.count == math.ceil(q_fw_low / 1e6) + 1 == math.ceil(q_fw_high / 1e6) + 1 == 3
     assert plant.chiller_count == math.ceil((q_fw_low + q_chw) / 1e6) + 1 == 3
+    # the 1 MW size: two duty units, where the 400 kW size would need four
+    assert plant.chillers.chiller.capacity.si == 1e6 and math.ceil((q_fw_low + q_chw) / 400e3) == 4
     assert math.ceil((q_fw_high + q_chw) / 1e6) + 1 == 3
     # the power chain from the same load: UPS ⌈(1.468 MW + busway) / 500 kW⌉ + 1 = 4 modules,
     # transformers ⌈1.25 × 1.468 MW / (0.95 × 1,000 kVA)⌉ = 2
@@ -129,3 +131,47 @@ def test_towers_are_sized_for_the_water_cooled_condensers():
     assert towers.design_heat["heat_rejection"] == pytest.approx(q_both * (1 + 1 / 6.28), rel=1e-12)
     assert towers.bank.count == 3
     assert _plant({}, design).bank.count == 2
+
+
+@pytest.mark.parametrize("load, sizes, min_loads, chosen", [
+    (0.31e6, [1e6, 0.4e6], [0.25, 0.25], 1),  # one duty unit either way: the smaller, PLR 0.78
+    (1.48e6, [1e6, 0.4e6], [0.25, 0.25], 0),  # two of 1 MW against four of 400 kW
+    (0.8e6, [1e6, 0.4e6], [0.25, 0.25], 0),  # 0.8 MW is exactly two 400 kW units, one 1 MW unit fewer
+    (0.3e6, [0.4e6, 0.5e6], [0.9, 0.25], 1),  # the smaller would run below its minimum load (0.75 < 0.9)
+    (0.05e6, [1e6, 0.4e6], [0.25, 0.25], 1),  # every size below its minimum: the smallest still
+])
+def test_unit_size_is_the_smallest_with_the_fewest_duty_units(load, sizes, min_loads, chosen):
+    assert unit_size(load, sizes, min_loads) == chosen
+
+
+def test_unit_size_needs_capacities():
+    with pytest.raises(ValueError, match="capacities must be > 0"):
+        unit_size(1e6, [1e6, 0.0], [0.25, 0.25])
+
+
+def test_phoenix_chillers_by_hand():
+    """The Phoenix design-day hall (a Trn3 UltraServer and a GB300 NVL72, 0.31 MW of both
+    circuits at the IT design load): by hand from the catalogue's air-cooled chillers (dry
+    coolers), 1 MW needs ⌈0.315 / 1⌉ = 1 duty unit and 400 kW ⌈0.315 / 0.4⌉ = 1, so the
+    smaller: 1 + 1 chillers of 400 kW, at PLR 0.79 at design, above its 25 % minimum load
+    (1 MW: 0.31). A ``template:`` in the scenario wins; cooling towers take the water-cooled
+    size (the catalogue's only, 1 MW)."""
+    plant = Simulation(load_scenario(SCENARIOS / "design-day-phoenix.yaml", {"time": {"duration": "1 h"}})).plant
+    q = plant.design_heat["facility_water"] + plant.design_heat["chilled_water"]
+    assert 0.30e6 < q < 0.33e6
+    air = {n: c for n, c in CAT.chillers.items() if c.condenser == "air"}
+    duty = {n: math.ceil(q / c.capacity.si) for n, c in air.items()}
+    fewest = [n for n in air if duty[n] == min(duty.values())]
+    name = min(fewest, key=lambda n: air[n].capacity.si)
+    assert name == "air-cooled-chiller-400kw" and duty[name] == 1
+    ch = plant.chillers
+    assert ch.chiller.capacity.si == air[name].capacity.si == 400e3
+    assert ch.chiller_count == duty[name] + 1 == 2
+    plr = q / ch.chiller.capacity.si
+    assert plr == pytest.approx(0.79, abs=0.02) and plr > ch.min_load
+    assert q / 1e6 > CAT.chillers["air-cooled-chiller-1mw"].min_load.si  # the 1 MW unit passes too
+    design = plant.design
+    named = _plant({"chiller": {"template": "air-cooled-chiller-1mw"}}, design).chillers
+    assert (named.chiller.capacity.si, named.chiller_count) == (1e6, 2)
+    towers = _plant({"heat_rejection": {"kind": "cooling_tower"}}, design).chillers
+    assert (towers.chiller.condenser, towers.chiller.capacity.si) == ("water", 1e6)

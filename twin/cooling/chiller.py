@@ -29,7 +29,7 @@ from twin.cooling.refrigeration import (
     chiller_power,
     stage_chillers,
 )
-from twin.cooling.sizing import units_for_load
+from twin.cooling.sizing import unit_size, units_for_load
 from twin.sim.component import Component, Var
 
 #: Highest COP of a chiller without a catalogue ``cop_max`` [1] (estimate: variable-speed
@@ -44,13 +44,24 @@ AVAILABLE = Var("facility", "chiller_available", "W", "chiller capacity in servi
                 record=False)
 
 
-def chiller_entry(spec, catalog):
+def chiller_entry(spec, catalog, design_load=None):
     """The catalogue entry of the scenario's chillers, or None without chillers; raises
-    FieldError at ``plant.chiller.template``."""
+    FieldError at ``plant.chiller.template``.
+
+    A ``template:`` in the scenario is that entry. Without one, the size is chosen for the
+    ``design_load`` [W] of both circuits (:func:`~twin.cooling.sizing.unit_size`: the smallest
+    of the sizes that carry it with the fewest duty units) among the catalogue's chillers with
+    the condenser of the plant's default (air-cooled beside dry coolers, water-cooled beside
+    towers); with no ``design_load``, the default itself."""
     name = spec.templates()["chiller"]
     if spec.chiller is None or name is None:
         return None
-    return lookup(catalog.chillers, name, ("plant", "chiller", "template"), "chiller template")
+    default = lookup(catalog.chillers, name, ("plant", "chiller", "template"), "chiller template")
+    if spec.chiller.template is not None or design_load is None:
+        return default
+    sizes = [c for c in catalog.chillers.values() if c.condenser == default.condenser]
+    return sizes[unit_size(design_load, [c.capacity.si for c in sizes],
+                           [c.min_load.si if c.min_load is not None else 0.0 for c in sizes])]
 
 
 def condenser_heat_factor(entry) -> float:
@@ -70,8 +81,9 @@ class Chiller(Component):
     spec : PlantSpec
     catalog : Catalog
     design_load : float
-        Heat of both circuits at the IT design load [W]: N + R chillers for it when the
-        scenario gives no count (:func:`~twin.cooling.sizing.units_for_load`).
+        Heat of both circuits at the IT design load [W]: the unit size for it when the scenario
+        gives no template (:func:`chiller_entry`), N + R chillers for it when it gives no count
+        (:func:`~twin.cooling.sizing.units_for_load`).
     bank : HeatRejectionBank
         The facility water's heat-rejection units (the sink of water-cooled condensers: their
         kind and rated approach, read once here).
@@ -96,7 +108,7 @@ class Chiller(Component):
         self.sink_approach = bank.entry.approach.si
         self.chiller = None
         self.chiller_count = 0
-        ch = chiller_entry(spec, catalog)
+        ch = chiller_entry(spec, catalog, design_load)
         if ch is not None:
             count = spec.chiller.count
             if count is None:

@@ -94,7 +94,8 @@ WeatherSpec = Annotated[
 # Equipment
 # --------------------------------------------------------------------------------------------
 #: Default catalogue templates by heat-rejection kind (chiller: air-cooled beside dry coolers,
-#: water-cooled beside towers).
+#: water-cooled beside towers; the plant picks the size among the catalogue's chillers of that
+#: condenser unless the scenario names one, :func:`twin.cooling.chiller.chiller_entry`).
 DEFAULT_TEMPLATES = {
     "dry_cooler": ("dry-cooler-1mw", "air-cooled-chiller-1mw"),
     "hybrid": ("adiabatic-dry-cooler-1mw", "air-cooled-chiller-1mw"),
@@ -120,8 +121,11 @@ class HeatRejectionSpec(_Strict):
 
 
 class ChillerSpec(_Strict):
-    """Trim chillers (default template by heat-rejection kind; count: N for the heat of both
-    circuits at the IT design load, so the plant can run on chillers alone, plus ``redundant``)."""
+    """Trim chillers. ``template``: a catalogue model; default: the size for the heat of both
+    circuits at the IT design load among the catalogue's chillers of the heat-rejection kind's
+    condenser (air-cooled beside dry coolers, water-cooled beside towers;
+    :func:`twin.cooling.sizing.unit_size`). ``count``: N for that heat, so the plant can run on
+    chillers alone, plus ``redundant``."""
 
     template: str | None = None
     count: Annotated[int, Field(ge=0, le=10_000)] | None = None

@@ -415,7 +415,7 @@ class Plant:
         self.chw_bank = self.room.chw_bank
         q_both = q_fw + self.room.design_heat
         # towers carrying water-cooled condensers reject the compressors' heat of both circuits too
-        q_towers = max(q_fw, condenser_heat_factor(chiller_entry(spec, catalog)) * q_both)
+        q_towers = max(q_fw, condenser_heat_factor(chiller_entry(spec, catalog, q_both)) * q_both)
         hr = spec.heat_rejection
         fw.bank = self.bank = HeatRejectionBank(
             unit, hr.count or units_for_load(q_towers, unit.capacity.si, hr.redundant), hr.kind)

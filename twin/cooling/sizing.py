@@ -11,12 +11,13 @@ equipment sees them), divided by one unit's rating, rounded up (N), plus R redun
 - chilled water (its heat-rejection units): the CRAHs' coil load (air share + CRAH fans) and
   the chilled-water pumps, at the design air load; N only, R = 0: they free-cool the chilled
   water ahead of the chillers, which carry it when a unit is out (an extra unit adds no
-  capacity, and runs its fans flat out with the others whenever free cooling carries part of
-  the load);
+  capacity);
 - facility water (its heat-rejection units): the liquid share + CDU pumps at the racks' design
   flow + facility-water pumps; towers carrying water-cooled chillers' condensers add the
   compressor heat of both circuits at the rated COP;
-- chillers: both circuits (so the plant can run on chillers alone on a design day).
+- chillers: both circuits (so the plant can run on chillers alone on a design day); without a
+  ``template:`` in the scenario the unit size too, from the catalogue's chillers of the plant's
+  condenser kind (:func:`unit_size`).
 
 The power chain (UPS modules, busway, transformers; :class:`twin.power.chain.PowerChain`) is
 sized from the same IT design load, :attr:`DesignHeat.it`.
@@ -59,6 +60,43 @@ def units_for_load(design_load, unit_capacity, redundant=1):
     if unit_capacity <= 0:
         raise ValueError(f"units_for_load: unit capacity must be > 0, got {unit_capacity}")
     return int(max(1, math.ceil(design_load / unit_capacity - 1e-9)) + redundant)
+
+
+def unit_size(design_load, capacities, min_loads):
+    """The unit size for a design load among a catalogue's sizes: the smallest of those that
+    carry it with the fewest duty units, at or above its minimum load there.
+
+    Parameters
+    ----------
+    design_load : float
+        Load the duty units must carry [W].
+    capacities : sequence of float
+        Rated capacity of each size [W], > 0.
+    min_loads : sequence of float
+        Each size's minimum part-load ratio before it cycles or false-loads [1] (0: none).
+
+    Returns
+    -------
+    int
+        Index of the size chosen.
+
+    Notes
+    -----
+    Each size needs N_i = ⌈Q / C_i⌉ duty units (:func:`units_for_load`); the candidates are the
+    sizes with the fewest, N* = min N_i (fewest machines to buy and pipe), and of those the
+    smallest C: the N* units share Q equally at design, PLR_i = Q / (N* C_i), so the smallest
+    unit runs the highest part load and its trim stays above the minimum load longest as the
+    load falls. A candidate whose design PLR is below its own minimum load is passed over
+    (unless all are).
+    """
+    cap = np.asarray(capacities, dtype=float)
+    if cap.size == 0 or np.any(cap <= 0):
+        raise ValueError(f"unit_size: capacities must be > 0, got {list(cap)}")
+    n = np.array([units_for_load(design_load, c, 0) for c in cap])
+    fewest = n == n.min()
+    ok = fewest & (design_load / (n * cap) >= np.asarray(min_loads, dtype=float))
+    pool = np.flatnonzero(ok if ok.any() else fewest)
+    return int(pool[np.argmin(cap[pool])])
 
 
 @dataclass(frozen=True)
