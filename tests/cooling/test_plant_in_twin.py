@@ -63,6 +63,7 @@ def annual():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # the first of the two runs the four years (~9 min on a loaded machine)
 @pytest.mark.xdist_group("annual")  # the same worker as the README table test: the years are computed once
 def test_annual_pue_and_chiller_hours_follow_the_climate(annual):
     """A year of hourly weather in three climates, same hall (the bundled one, as in the README's
@@ -183,6 +184,7 @@ def test_chiller_trip_on_a_hot_day_warms_the_facility_water():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 @pytest.mark.xdist_group("annual")
 def test_readme_annual_table_is_these_runs(annual):
     """The README's annual table (the Leesburg hall on W32 in three climates and with cooling
