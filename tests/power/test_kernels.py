@@ -262,3 +262,32 @@ def test_compiled_loop_parts_are_the_kernels(chip, n_sub):
     np.testing.assert_array_equal(out[2][0], clock_lim)
     np.testing.assert_array_equal(out[3][0], gov_trip)
     np.testing.assert_array_equal(off, gov_trip)
+
+
+def test_distinct_rows_are_numpys_unique_rows():
+    """The compiled loop's table of device kinds: the rows np.unique(axis=0) finds, each
+    device's row index giving its own row back bit for bit, also when two distinct rows share
+    the hash (the check falls back to sorting the rows)."""
+    from twin.sim.fused import distinct_rows
+
+    rng = np.random.default_rng(7)
+    kinds = rng.normal(size=(5, 15))
+    full = kinds[rng.integers(0, 5, size=10_000)]
+    full[::7, 13] = 0.7 * full[::7, 13]  # (a power limit that splits some kinds)
+    table, kind = distinct_rows(full)
+    np.testing.assert_array_equal(table[kind], full)
+    expected = np.unique(full, axis=0)
+    assert table.shape == expected.shape
+    np.testing.assert_array_equal(np.unique(table, axis=0), expected)
+    # two rows whose hashes collide: (a0, a1) and (c0, c1) with a0·K ^ a1 = c0·K ^ c1 (mod 2**64)
+    k = np.uint64(0x9E3779B97F4A7C15)
+    a = np.array([1.0, 2.0]).view(np.uint64)
+    for c0 in np.arange(3.0, 200.0):
+        c = np.array([c0, 0.0]).view(np.uint64)
+        c[1:] = (a[:1] * k) ^ a[1:] ^ (c[:1] * k)  # (arrays: integer arrays wrap without a warning)
+        if np.isfinite(c.view(float)[1]):
+            break
+    pair = np.stack([a.view(float), c.view(float), a.view(float)])
+    table, kind = distinct_rows(pair)
+    assert table.shape == (2, 2)
+    np.testing.assert_array_equal(table[kind], pair)
