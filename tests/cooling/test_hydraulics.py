@@ -7,6 +7,7 @@ from twin.catalog.model import load_catalog
 from twin.cooling.hydraulics import (
     branch_flows,
     dp_control_pressure,
+    dp_controlled_power,
     fluid_resistance_factor,
     loop_operating_point,
     operating_flow,
@@ -211,3 +212,23 @@ def test_two_racks_of_different_resistance_on_one_cdu_in_a_run():
     assert flow[names.index("nvl")] / rho == pytest.approx(np.sqrt(dp_index / k_nvl), rel=1e-9)
     c = build_tree(sim)["cdu"].to_dataset()
     assert float(c["flow"].values[-1, 0]) == pytest.approx(float(flow.sum()), rel=1e-9)
+
+
+def test_dp_controlled_power_at_one_point_is_the_array_path():
+    """One operating point takes the float path; a batch of them the array functions. Bit for
+    bit equal over flows from none to run-out, below and above the drive's minimum speed, one
+    to three pumps (and none) and efficiencies near the 5 % floor."""
+    rng = np.random.default_rng(3)
+    n = 2000
+    q = QD * rng.uniform(0.0, 4.0, n)
+    q[:50] = 0.0
+    pumps = rng.integers(0, 4, n).astype(float)
+    dp_index = PD * rng.uniform(0.05, 0.6, n)
+    k_path = (PD - dp_index) / QD ** 2 * rng.uniform(0.5, 2.0, n)
+    min_speed = rng.choice([0.0, 0.3, 0.6], n)
+    best = QD * rng.uniform(0.2, 1.5, n)
+    batch = dp_controlled_power(q, pumps, dp_index, k_path, P0, A, min_speed, best, ETA, DRIVE)
+    one = np.array([dp_controlled_power(*v, P0, A, m, b, ETA, DRIVE)
+                    for v, m, b in zip(zip(q, pumps, dp_index, k_path), min_speed, best)])
+    assert np.isfinite(batch).all() and (batch > 0).any()
+    np.testing.assert_array_equal(one, batch)

@@ -110,3 +110,27 @@ def test_cdu_models_are_found_by_the_kind_they_declare():
     assert cdu_models() == {"liquid_to_liquid": SimpleCdu, "liquid_to_air": LiquidToAirCdu}
     assert LiquidToAirCdu in declaring("cdu_kind") and issubclass(LiquidToAirCdu, SimpleCdu)
     assert all("plant_stage" in vars(c) for c in PLANT_EQUIPMENT)
+
+
+@pytest.mark.parametrize("rejection", ["dry_cooler", "cooling_tower"])
+def test_chiller_power_at_one_load_is_the_array_path(rejection):
+    """One facility-water load takes the float path, an array of loads (the economiser's
+    search) the refrigeration functions: bit for bit equal over loads from none to beyond the
+    chillers' capacity, set-points, and weather from frost to past the Phoenix design day; an
+    air-cooled chiller that cycles below its minimum load, and a water-cooled one that
+    false-loads."""
+    sim = _sim(plant={"heat_rejection": {"kind": rejection}})
+    (ch,) = [c for c in sim.components if isinstance(c, Chiller)]
+    assert ch.water_cooled == (rejection == "cooling_tower") and ch.cycling == (rejection == "dry_cooler")
+    rng = np.random.default_rng(11)
+    cap, powers = ch.chiller_capacity, []
+    for _ in range(3000):
+        q_fw, q_chw = rng.choice([0.0, 1.0], 2) * rng.uniform(0.0, 1.3 * cap, 2)
+        t_set, t_chw = rng.uniform(18.0, 45.0), rng.uniform(5.0, 18.0)
+        t_db = rng.uniform(-15.0, 50.0)
+        t_wb = t_db - rng.uniform(0.0, 25.0)
+        one = ch._power_float(q_fw, q_chw, t_set, t_chw, t_db, t_wb)
+        assert one is not None and one == ch.power(q_fw, q_chw, t_set, t_chw, t_db, t_wb)
+        assert one == ch.power(np.array([q_fw]), q_chw, t_set, t_chw, t_db, t_wb)[0]
+        powers.append(one)
+    assert 0.5 < np.mean(np.array(powers) > 0) < 0.9  # (some loads of none)

@@ -24,6 +24,7 @@ import numpy as np
 from twin.cooling.cdu_bank import lookup
 from twin.cooling.refrigeration import (
     AHRI_CONDENSER_ENTERING,
+    ZERO_CELSIUS,
     chiller_full_load_cop,
     chiller_leaving_temperature,
     chiller_power,
@@ -186,6 +187,10 @@ class Chiller(Component):
         compressor's share of the condenser heat at its rated value).
         """
         scalar = np.ndim(q_ch_fw) == 0
+        if scalar and self.chiller is not None:
+            p = self._power_float(float(q_ch_fw), float(q_ch_chw), float(t_set), float(t_chw_set), t_db, t_wb)
+            if p is not None:
+                return p
         q_fw = np.atleast_1d(np.asarray(q_ch_fw, dtype=float))
         if self.chiller is None:
             return 0.0 if scalar else np.zeros_like(q_fw)
@@ -205,6 +210,56 @@ class Chiller(Component):
         p = np.where(on, chiller_power(loads, share, cop, self.part_load, self.min_load,
                                        self.cycling).sum(axis=0), 0.0)
         return float(p[0]) if scalar else p
+
+    def _power_float(self, q_fw: float, q_chw: float, t_set: float, t_chw_set: float, t_db: float,
+                     t_wb: float) -> float | None:
+        """:meth:`power` at one facility-water load, on floats: the array path's operations in
+        its order (:func:`stage_chillers`, :func:`chiller_leaving_temperature`,
+        :func:`chiller_full_load_cop`, :func:`chiller_power` per circuit, their sum;
+        ``np.maximum(x, y)`` is ``x if x >= y else y`` for numbers), without a numpy call per
+        operation (~200 → ~10 µs). Bit for bit the array path (``tests/cooling/test_plant_components.py``);
+        None (take the array path) for a load or temperature that is not finite."""
+        q = q_fw + q_chw
+        if not math.isfinite(q) or not math.isfinite(t_db) or not math.isfinite(t_wb):
+            return None
+        unit = self.chiller.capacity.si
+        x = q if q >= 0.0 else 0.0  # stage_chillers
+        n = math.ceil(x / (0.9 * unit) - 1e-12)
+        n = int(min(float(n), float(self.chiller_count)))
+        if not (q > 0 and n > 0):
+            return 0.0
+        cap = n * unit
+        plr = q / cap
+        plr = plr if plr <= 1.0 else 1.0
+        t_sink = self.condenser(t_db, t_wb) + self.condenser_range * plr
+        tc = t_sink + self.condenser_approach  # refrigerant_temperatures
+        c0, c1, c2 = self.part_load
+        m = self.min_load
+        p = []
+        for load, t in ((q_fw, t_set), (q_chw, t_chw_set)):
+            t = t if t <= self.max_leaving else self.max_leaving  # chiller_leaving_temperature
+            te = t - self.evaporator_approach
+            lift = tc - te  # carnot_cop
+            cop = (te + ZERO_CELSIUS) / lift if lift > 0 else math.inf
+            cop = self.chiller.carnot_fraction.si * cop  # chiller_full_load_cop
+            if math.isnan(cop):
+                return None
+            cop = cop if cop <= self.cop_max else self.cop_max
+            share = cap * load / q
+            if not share > 0:  # chiller_power
+                p.append(0.0)
+                continue
+            x = (load if load >= 0.0 else 0.0) / share
+            x = x if x <= 1.0 else 1.0
+            xe = x if x >= m else m  # part_load_power_fraction
+            xe = xe if xe >= 0.0 else 0.0
+            xe = xe if xe <= 1.0 else 1.0
+            f = c0 + c1 * xe + c2 * xe * xe
+            if self.cycling:
+                r = x / xe if xe > 0 else 1.0
+                f = f * (r if r <= 1.0 else 1.0)
+            p.append(share / cop * (f if x > 0 else 0.0))
+        return p[0] + p[1]
 
     def step(self, t: float, dt: float, state) -> None:
         fw, chw = state["facility.facility_water_step"], state["facility.chilled_water_step"]

@@ -74,6 +74,10 @@ class CircuitPumps:
 
     def power(self, flow):
         """Electrical power of the pumps at circuit flow ``flow`` [m³ s-1] → [W] (float or ndarray)."""
+        if self.curve and np.ndim(flow) == 0:  # (one flow: dp_controlled_power on floats, as below)
+            q = float(flow)
+            return float(dp_controlled_power(q, self.n, self.dp_index, self.k_path, self.p0, self.a,
+                                             self.min_speed, self.q_pump, self.eta, self.drive)) if q > 0 else 0.0
         q = np.maximum(np.asarray(flow, dtype=float), 0.0)
         if self.curve:
             p = np.where(q > 0, dp_controlled_power(q, self.n, self.dp_index, self.k_path, self.p0, self.a,

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-
-def _arrays(*values):
-    return np.broadcast_arrays(*(np.asarray(v, dtype=float) for v in values))
+from twin.cooling.plant import as_arrays
 
 
 def server_fan_speed(t_inlet, t_component, min_speed, inlet_low, inlet_high,
@@ -47,7 +45,7 @@ def server_fan_speed(t_inlet, t_component, min_speed, inlet_low, inlet_high,
     temperatures (DMTF Redfish / OpenBMC ``phosphor-pid-control``: "fan zones" driven by the
     maximum of their thermal and fan PID outputs). The steady proportional form is used here.
     """
-    ti, tc, s0, lo, hi, tgt, band = _arrays(t_inlet, t_component, min_speed, inlet_low,
+    ti, tc, s0, lo, hi, tgt, band = as_arrays(t_inlet, t_component, min_speed, inlet_low,
                                             inlet_high, component_target, component_band)
     s_inlet = s0 + (1.0 - s0) * np.clip((ti - lo) / (hi - lo), 0.0, 1.0)
     s_comp = s0 + (1.0 - s0) * np.clip((tc - tgt) / band, 0.0, 1.0)
@@ -73,7 +71,7 @@ def fan_power_floor(speed, power_design, min_speed=0.0, exponent=3.0):
     ndarray
         P = P_d · max(s, s_min)^n [W].
     """
-    s, p, s0 = _arrays(speed, power_design, min_speed)
+    s, p, s0 = as_arrays(speed, power_design, min_speed)
     return p * np.maximum(s, s0) ** exponent
 
 
@@ -111,7 +109,7 @@ def fan_wall_power(air_flow, design_flow, design_pressure, static_setpoint, effi
        effect); ASHRAE TC9.9, "Thermal Guidelines for Data Processing Environments", 5th ed.,
        containment pressure control.
     """
-    v, vd, pd, ps, eta = _arrays(air_flow, design_flow, design_pressure, static_setpoint, efficiency)
+    v, vd, pd, ps, eta = as_arrays(air_flow, design_flow, design_pressure, static_setpoint, efficiency)
     x = np.maximum(v, 0.0) / vd
     return np.maximum(v, 0.0) * (ps + (pd - ps) * x * x) / eta
 
@@ -122,5 +120,5 @@ def containment_air_flow(it_air_flow, leakage_fraction):
     V̇ = V̇_IT (1 + leakage); leakage 5–20 % for hot- or cold-aisle containment (estimate,
     ASHRAE TC9.9 guidance on containment).
     """
-    v, f = _arrays(it_air_flow, leakage_fraction)
+    v, f = as_arrays(it_air_flow, leakage_fraction)
     return v * (1.0 + f)

@@ -144,6 +144,7 @@ class HeatRejectionBank:
         self.cycles = None if cycles is None else cycles.si
         self.latent = entry.latent_fraction.si if self.tower else 1.0
         self._tables: dict[bytes, tuple] = {}  # see :meth:`table`
+        self._fans: dict[float, tuple] = {}  # see :meth:`table_inputs`
 
     def air_specific_heat(self, t_wb: float, t_water: float) -> float:
         """Specific heat of the air stream [J kg-1 K-1]: c_p,a, or c_s for a tower."""
@@ -173,9 +174,14 @@ class HeatRejectionBank:
         """Arguments of :func:`~twin.cooling.plant.hx_outlets` over the speed grid up to the
         fans ``in_service`` (water hot, air cold, unit temperature difference): speeds, air
         flows, UA, water flow, c_air."""
-        s = SPEED_GRID * in_service
-        return (s, RHO_AIR * self.v_air * s, self.ua * s ** self.exponent,
-                np.full_like(s, m_water), np.full_like(s, c_air_specific))
+        fans = self._fans.get(float(in_service))
+        if fans is None:  # (what depends on the fans alone is kept: they are rarely out)
+            if len(self._fans) >= TABLES_KEPT:
+                self._fans.clear()
+            s = SPEED_GRID * in_service
+            fans = self._fans[float(in_service)] = (s, RHO_AIR * self.v_air * s, self.ua * s ** self.exponent)
+        s = fans[0]
+        return (*fans, np.full_like(s, m_water), np.full_like(s, c_air_specific))
 
     @staticmethod
     def speed_for(s, r, r_target: float) -> float:

@@ -18,7 +18,8 @@ from twin.units import CP_AIR, CP_WATER, RHO_AIR
 H_FG_WATER = 2.45e6
 
 
-def _arrays(*values):
+def as_arrays(*values):
+    """The values as float arrays of one shape (a broadcast only where their shapes differ)."""
     arrays = [np.asarray(v, dtype=float) for v in values]
     shape = arrays[0].shape
     if all(a.shape == shape for a in arrays):  # (the usual case, scalars: nothing to broadcast)
@@ -64,7 +65,7 @@ def hx_effectiveness_counterflow(ntu, c_ratio):
     .. [1] F. P. Incropera, D. P. DeWitt, T. L. Bergman, A. S. Lavine, Fundamentals of Heat and
        Mass Transfer, 6th ed., Wiley, 2007, §11.4, Table 11.3.
     """
-    ntu, c_ratio = _arrays(ntu, c_ratio)
+    ntu, c_ratio = as_arrays(ntu, c_ratio)
     if (ntu < 0).any():
         raise ValueError(f"hx_effectiveness_counterflow: NTU must be >= 0, got {np.min(ntu)}")
     if ((c_ratio < 0) | (c_ratio > 1)).any():
@@ -162,7 +163,7 @@ def flow_for_heat(q, delta_t, cp=CP_WATER):
     ndarray
         ṁ = q / (c_p ΔT) [kg s-1].
     """
-    q, delta_t, cp = _arrays(q, delta_t, cp)
+    q, delta_t, cp = as_arrays(q, delta_t, cp)
     if np.any(delta_t <= 0):
         raise ValueError(f"flow_for_heat: delta_t must be > 0 K, got {np.min(delta_t)}")
     return q / (cp * delta_t)
@@ -198,7 +199,7 @@ def affinity_power(speed, power_design, exponent=3.0):
     .. [1] ASHRAE Handbook — HVAC Systems and Equipment (2020), ch. 44 "Centrifugal Pumps",
        "Affinity laws".
     """
-    speed, power_design = _arrays(speed, power_design)
+    speed, power_design = as_arrays(speed, power_design)
     return power_design * np.abs(speed) ** exponent
 
 
@@ -321,7 +322,7 @@ def economiser_split(flow, t_return, t_free, t_setpoint, cp=CP_WATER):
     .. [1] ASHRAE Handbook — HVAC Systems and Equipment (2020), ch. 40 "Cooling Towers",
        "Water-side economizer" (free cooling).
     """
-    flow, t_return, t_free, t_setpoint, cp = _arrays(flow, t_return, t_free, t_setpoint, cp)
+    flow, t_return, t_free, t_setpoint, cp = as_arrays(flow, t_return, t_free, t_setpoint, cp)
     top = np.maximum(t_return, t_setpoint)
     t_mid = np.clip(t_free, t_setpoint, top)
     c = flow * cp
@@ -351,7 +352,7 @@ def cooling_tower_outlet(t_wet_bulb, approach):
     ----------
     .. [1] ASHRAE Handbook — HVAC Systems and Equipment (2020), ch. 40 "Cooling Towers".
     """
-    t_wet_bulb, approach = _arrays(t_wet_bulb, approach)
+    t_wet_bulb, approach = as_arrays(t_wet_bulb, approach)
     return t_wet_bulb + approach
 
 
@@ -370,7 +371,7 @@ def dry_cooler_outlet(t_dry_bulb, approach):
     ndarray
         T_out = T_db + approach [degC] (fans at full speed; never colder).
     """
-    t_dry_bulb, approach = _arrays(t_dry_bulb, approach)
+    t_dry_bulb, approach = as_arrays(t_dry_bulb, approach)
     return t_dry_bulb + approach
 
 
@@ -406,7 +407,7 @@ def cooling_tower_water(q, cycles_of_concentration, h_fg=H_FG_WATER, latent_frac
     .. [1] ASHRAE Handbook — HVAC Systems and Equipment (2020), ch. 40 "Cooling Towers",
        "Water treatment" (blowdown and cycles of concentration).
     """
-    q, cycles, h_fg, f = _arrays(q, cycles_of_concentration, h_fg, latent_fraction)
+    q, cycles, h_fg, f = as_arrays(q, cycles_of_concentration, h_fg, latent_fraction)
     if np.any(cycles <= 1):
         raise ValueError(
             f"cooling_tower_water: cycles_of_concentration must be > 1, got {np.min(cycles)}"

@@ -12,21 +12,14 @@ a curve of the part-load ratio (the DOE-2 / EnergyPlus EIR-fPLR form).
 
 from __future__ import annotations
 
-
 import numpy as np
+
+from twin.cooling.plant import as_arrays
 
 #: 0 degC in kelvin.
 ZERO_CELSIUS = 273.15
 #: Entering condenser water of the AHRI 550/590 water-cooled rating point, 85 °F [degC].
 AHRI_CONDENSER_ENTERING = 29.4
-
-
-def _arrays(*values):
-    arrays = [np.asarray(v, dtype=float) for v in values]
-    shape = arrays[0].shape
-    if all(a.shape == shape for a in arrays):  # (the usual case, scalars: nothing to broadcast)
-        return arrays
-    return np.broadcast_arrays(*arrays)
 
 
 def refrigerant_temperatures(t_chw_leaving, t_sink_leaving, evaporator_approach, condenser_approach):
@@ -48,13 +41,13 @@ def refrigerant_temperatures(t_chw_leaving, t_sink_leaving, evaporator_approach,
     t_evaporating, t_condensing : ndarray
         [degC].
     """
-    te, tc, ae, ac = _arrays(t_chw_leaving, t_sink_leaving, evaporator_approach, condenser_approach)
+    te, tc, ae, ac = as_arrays(t_chw_leaving, t_sink_leaving, evaporator_approach, condenser_approach)
     return te - ae, tc + ac
 
 
 def carnot_cop(t_evaporating, t_condensing):
     """Carnot COP of refrigeration, T_e / (T_c − T_e) with T in kelvin; ``inf`` at no lift [1]."""
-    te, tc = _arrays(t_evaporating, t_condensing)
+    te, tc = as_arrays(t_evaporating, t_condensing)
     lift = tc - te
     return np.divide(te + ZERO_CELSIUS, lift, out=np.full(lift.shape, np.inf), where=lift > 0)
 
@@ -119,7 +112,7 @@ def chiller_full_load_cop(t_chw_leaving, t_sink_leaving, evaporator_approach, co
     """
     te, tc = refrigerant_temperatures(t_chw_leaving, t_sink_leaving, evaporator_approach,
                                       condenser_approach)
-    eta, cmax = _arrays(carnot_fraction, cop_max)
+    eta, cmax = as_arrays(carnot_fraction, cop_max)
     return np.minimum(eta * carnot_cop(te, tc), cmax)
 
 
@@ -151,7 +144,7 @@ def part_load_power_fraction(plr, coefficients, min_plr=0.0, cycling=False):
        temperature" (Chiller:Electric:EIR): P = P_ref · CAPFT · EIRFT · EIRFPLR.
     """
     c0, c1, c2 = coefficients
-    x, m = _arrays(plr, min_plr)
+    x, m = as_arrays(plr, min_plr)
     xe = np.clip(np.maximum(x, m), 0.0, 1.0)
     f = c0 + c1 * xe + c2 * xe * xe
     if cycling:
@@ -182,7 +175,7 @@ def chiller_power(q, capacity, cop_full, coefficients, min_plr=0.0, cycling=Fals
     ndarray
         P = (capacity / COP_full) · EIR-fPLR(q / capacity) [W]; the condenser rejects q + P.
     """
-    q, cap, cop = _arrays(q, capacity, cop_full)
+    q, cap, cop = as_arrays(q, capacity, cop_full)
     plr = np.divide(np.maximum(q, 0.0), cap, out=np.zeros_like(q), where=cap > 0)
     return np.where(cap > 0, cap / cop * part_load_power_fraction(np.minimum(plr, 1.0),
                                                                   coefficients, min_plr, cycling), 0.0)
@@ -207,7 +200,7 @@ def stage_chillers(q, unit_capacity, available, stage_up=0.9):
     ndarray of int
         n = min(⌈q / (stage_up · capacity)⌉, available); 0 at no load.
     """
-    q, avail = _arrays(q, available)
+    q, avail = as_arrays(q, available)
     n = np.ceil(np.maximum(q, 0.0) / (stage_up * unit_capacity) - 1e-12)
     return np.minimum(n, avail).astype(int)
 
@@ -230,7 +223,7 @@ def chiller_leaving_temperature(t_setpoint, t_max_leaving):
         min(set-point, t_max) [degC]: a warm-water plant whose trim chiller cannot leave water
         as warm as the set-point makes colder water than asked and mixes or bypasses.
     """
-    ts, tm = _arrays(t_setpoint, t_max_leaving)
+    ts, tm = as_arrays(t_setpoint, t_max_leaving)
     return np.minimum(ts, tm)
 
 
