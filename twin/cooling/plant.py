@@ -132,7 +132,8 @@ def hx_outlets(t_hot_in, t_cold_in, m_hot, m_cold, ua, cp_hot=CP_WATER, cp_cold=
     # the ufuncs broadcast the inputs themselves (the same values element by element): only
     # the outputs written in place need the common shape
     shapes = {a.shape for a in args}
-    shape = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*shapes)
+    shapes.discard(())  # (numbers broadcast to any shape)
+    shape = shapes.pop() if len(shapes) == 1 else () if not shapes else np.broadcast_shapes(*shapes)
     c_hot = m_hot * cp_hot
     c_cold = m_cold * cp_cold
     c_min = np.minimum(c_hot, c_cold)
