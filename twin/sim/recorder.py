@@ -256,6 +256,9 @@ class Recorder:
                 rows[i] = v
                 continue
             if v.ndim == 3:  # per sub-step
+                if how == "sum" and n_sub == 1 and g.vars[i] not in g.last_vars:
+                    np.add(v[:, 0], 0.0, out=rows[i])  # (the sum of one value, as numpy's sum gives it)
+                    continue
                 v = v[:, -1] if g.vars[i] in g.last_vars else v.sum(axis=1) if how == "sum" \
                     else v[:, 0] if n_sub == 1 else v.mean(axis=1)
             elif how == "sum" and n_sub != 1 and g.vars[i] not in g.last_vars:
