@@ -34,6 +34,8 @@ heat the pipe gives up or takes in: its own balance closes on that heat.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from twin.cooling.cdu import FLOW_FACTOR, P_PUMP, Q, T_SUPPLY_NEXT, VALVE, CduComponent
@@ -55,6 +57,9 @@ HX_FLOW_EXPONENT = 0.8
 VALVE_GRID = np.linspace(0.0, 1.0, 17)
 #: Smallest process gain the CDU controllers divide by [K per unit of relative conductance].
 GAIN_FLOOR = 0.05
+#: Banks of up to this many CDUs take their valves' PI on floats (:meth:`CduBank._control_numbers`):
+#: ~10 µs a CDU against ~0.3 ms for the array operations on a bank of any size.
+CONTROL_NUMBERS_MAX = 32
 
 M_FACILITY = Var("facility", "m_facility_water", "kg s-1", "facility water flow through the CDUs", record=False)
 Q_HX = Var("facility", "q_cdus", "W", "heat the CDUs pass to facility water", record=False)
@@ -245,6 +250,8 @@ class CduBank:
         """
         if not flowing.any():
             return
+        if self.n_cdu <= CONTROL_NUMBERS_MAX and self._control_numbers(flowing, m_s, g, ts_end, q_in, t_fs, dt):
+            return
         n, k_grid = self.n_cdu, VALVE_GRID.size
         u_grid = self.valve_min + (1.0 - self.valve_min) * VALVE_GRID
         g_tab = self._valve_characteristic(m_s)
@@ -276,6 +283,63 @@ class CduBank:
         valve = u_grid[hi - 1] + frac * (u_grid[hi] - u_grid[hi - 1])
         self.integral = np.where(flowing, integral, self.integral)
         self.valve = np.where(flowing, valve, self.valve)
+
+
+    def _control_numbers(self, flowing, m_s, g, ts_end, q_in, t_fs, dt) -> bool:
+        """:meth:`control` CDU by CDU on floats: the array path's operations in its order
+        (``np.maximum(x, y)`` is ``x if x >= y else y`` for numbers, ``np.clip`` a maximum and
+        a minimum in turn, the grid search a count), the settling factor ``w`` from the same
+        ``np.expm1`` call; a CDU that does not flow keeps its valve and integrator there too.
+        Bit for bit the array path (``tests/cooling/test_cdu_bank.py``), ~10 µs per CDU
+        instead of ~0.3 ms for the whole bank at a few CDUs. False (nothing changed) where an
+        input is not finite: the array path takes them."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            w = -np.expm1(-dt * g / self.c_secondary)
+        k_grid = VALVE_GRID.size
+        u_grid = (self.valve_min + (1.0 - self.valve_min) * VALVE_GRID).tolist()
+        g_tab = self._valve_characteristic(m_s).tolist()
+        a = min(dt, self.ti) / self.ti
+        kp = self.kp * (1.0 - a)
+        valve, integral = self.valve.tolist(), self.integral.tolist()
+        for i, (on, m, gi, ts, q, wi, sp) in enumerate(zip(
+                flowing.tolist(), m_s.tolist(), g.tolist(), ts_end.tolist(), q_in.tolist(), w.tolist(),
+                self.cdu_setpoint.tolist())):
+            if not on:
+                continue
+            row = g_tab[i]
+            g_max = row[-1]
+            if not math.isfinite(m + gi + ts + q + wi + sp + t_fs + g_max + row[0]):  # (a sum: one test)
+                return False
+            cp_m = m * CP_WATER
+            error = ts - gi * (ts - t_fs) / cp_m - sp  # > 0: too warm → more conductance
+            v = gi / g_max if g_max > 0 else 1.0
+            v_min = row[0] / g_max if g_max > 0 else 1.0
+            gain_inst = (ts - t_fs) * g_max / cp_m
+            gain_ss = q * g_max / (gi * gi) if gi > 0 else gain_inst
+            gain = abs((1.0 - wi) * gain_inst + wi * gain_ss)
+            gain = gain if gain >= GAIN_FLOOR else GAIN_FLOOR
+            step = error / gain
+            x = v if math.isnan(integral[i]) else integral[i]
+            u = valve[i]
+            if not ((u >= 1.0 and error > 0) or (u <= self.valve_min and error < 0)):
+                x = x + a * step
+            x = x if x > v_min else v_min
+            x = x if x < 1.0 else 1.0
+            target = x + kp * step
+            target = target if target > v_min else v_min
+            target = (target if target < 1.0 else 1.0) * g_max
+            hi = sum(map(target.__gt__, row))  # grid points below the target
+            hi = min(max(hi, 1), k_grid - 1)
+            g_lo, g_hi = row[hi - 1], row[hi]
+            frac = (target - g_lo) / (g_hi - g_lo) if g_hi > g_lo else 1.0
+            frac = frac if frac > 0.0 else 0.0
+            frac = frac if frac < 1.0 else 1.0
+            integral[i] = x
+            valve[i] = u_grid[hi - 1] + frac * (u_grid[hi] - u_grid[hi - 1])
+            if not math.isfinite(x + valve[i]):
+                return False
+        self.integral, self.valve = np.array(integral), np.array(valve)
+        return True
 
 
 class CduDemand(Component):
