@@ -338,7 +338,7 @@ def _loop(U, watch, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, 
     (:class:`NumbaChip`)."""
     for d in range(t_die.size):
         if t_die[d] != t_e[d]:  # (else e[d] holds the factor at t_die[d] already: the last call's)
-            k = kind[d]
+            k = _u(kind[d])
             e[d] = _dev.leak_factor(t_die[d], tab[k, 3], tab[k, 4])
     _chunks_jit(True, g_kd, g_m, g_sled, g_t, g_hbm, hbm_node, c_g, c_i0, c_ns, c_x0, Q, T, x, y.size // (g_m.max() + 2))
     n = U.shape[0]
@@ -408,7 +408,7 @@ def _power(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit,
                     clock_out[j, d] = clock_lim[d]
                 p = 0.0
                 if not off[d]:
-                    k = kind[d]
+                    k = _u(kind[d])
                     floor, fa, idle = _dev.power_terms(clock_lim[d], e[d], tab[k, 0], tab[k, 1], tab[k, 2], tab[k, 5],
                                                        tab[k, 7], tab[k, 8])
                     p = _dev.device_power(U[j, 0, d], tab[k, 14] != 0.0, floor, fa, tab[k, 6], idle,
@@ -436,7 +436,7 @@ def _power(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit,
                 if write_mean:
                     p_step[j, d] = 0.0
                 continue
-            k = kind[d]
+            k = _u(kind[d])
             floor, fa, idle = _dev.power_terms(clock_lim[d], e[d], tab[k, 0], tab[k, 1], tab[k, 2], tab[k, 5],
                                                tab[k, 7], tab[k, 8])
             cap = tab[k, 9] * tab[k, 13]
@@ -489,14 +489,14 @@ def _sleds(j, g_kd, g_m, g_sled, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slo
         dev0 = g_dev[g] + (c_i0[ci] - g_sled[g]) * kd
         for s in range(ns):  # the device power node by node (unsigned indices: see chunk_product)
             for c in range(kd):
-                x[_u(x0 + (m + c) * chunk + s)] = p_step[j, devices[_u(dev0 + s * kd + c)]]
+                x[_u(x0 + (m + c) * chunk + s)] = p_step[j, _u(devices[_u(dev0 + s * kd + c)])]
         xc = x[x0: x0 + rows * chunk]
         _dev.chunk_product(xc, y, W, c_w0[ci], rows, cols, ns, chunk)
         for c in range(m):  # the new node temperatures: the next step's inputs
             for s in range(ns):
                 xc[_u(c * chunk + s)] = y[_u(c * chunk + s)]
         for s in range(ns):
-            sl = sleds[c_i0[ci] + s]
+            sl = _u(sleds[c_i0[ci] + s])
             t_cool[j, sl] = y[_u(m * chunk + s)]
             t_air[j, sl] = y[_u((m + 1) * chunk + s)]
             d0 = dev0 + s * kd
@@ -508,7 +508,7 @@ def _sleds(j, g_kd, g_m, g_sled, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slo
                 if th > peak or peak != peak:  # (np.fmax: the larger, or the one that is not NaN)
                     t_hbm_peak[dh] = th
             for c in range(kd):
-                t_new[devices[_u(d0 + c)]] = y[_u(c * chunk + s)]
+                t_new[_u(devices[_u(d0 + c)])] = y[_u(c * chunk + s)]
 
 
 def _govern(j, U, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, clock_lim, off, gov_trip,
@@ -524,7 +524,7 @@ def _govern(j, U, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, cl
     Uj = U[j]
     for d in range(t_die.size):
         td = t_die_out[j, d]
-        k = kind[d]
+        k = _u(kind[d])
         t_throttle = tab[k, 10]
         if td != t_die[d]:
             e[d] = _dev.leak_factor(td, tab[k, 3], tab[k, 4])
