@@ -29,30 +29,36 @@ import numpy as np
 PW_BLOCKSIZE = 128
 
 
+#: Index conversion in the compiled functions: unsigned (``numba.uint64``, bound by
+#: :func:`compiled`), so an index takes no negative-index wraparound test (:func:`_leaf`
+#: twice as fast over 47,360 elements).
+_u = int
+
+
 def _leaf(a, lo, n):
     """numpy's pairwise sum of a block of at most :data:`PW_BLOCKSIZE` elements."""
     if n < 8:
         res = -0.0
         for i in range(lo, lo + n):
-            res += a[i]
+            res += a[_u(i)]
         return res
-    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
-    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    r0, r1, r2, r3 = a[_u(lo)], a[_u(lo + 1)], a[_u(lo + 2)], a[_u(lo + 3)]
+    r4, r5, r6, r7 = a[_u(lo + 4)], a[_u(lo + 5)], a[_u(lo + 6)], a[_u(lo + 7)]
     i = 8
     end = n - n % 8
     while i < end:
-        r0 += a[lo + i]
-        r1 += a[lo + i + 1]
-        r2 += a[lo + i + 2]
-        r3 += a[lo + i + 3]
-        r4 += a[lo + i + 4]
-        r5 += a[lo + i + 5]
-        r6 += a[lo + i + 6]
-        r7 += a[lo + i + 7]
+        r0 += a[_u(lo + i)]
+        r1 += a[_u(lo + i + 1)]
+        r2 += a[_u(lo + i + 2)]
+        r3 += a[_u(lo + i + 3)]
+        r4 += a[_u(lo + i + 4)]
+        r5 += a[_u(lo + i + 5)]
+        r6 += a[_u(lo + i + 6)]
+        r7 += a[_u(lo + i + 7)]
         i += 8
     res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
     while i < n:
-        res += a[lo + i]
+        res += a[_u(lo + i)]
         i += 1
     return res
 
@@ -103,10 +109,10 @@ def _sled_sums(P, starts, out):
                 if b - a <= 8:  # (fewer than 8 after the first: pairwise's plain running sum, inline)
                     r = -0.0
                     for d in range(a + 1, b):
-                        r += row[d]
-                    out[j, s, i] = row[a] if b - a == 1 else row[a] + r
+                        r += row[_u(d)]
+                    out[j, s, i] = row[_u(a)] if b - a == 1 else row[_u(a)] + r
                 else:
-                    out[j, s, i] = row[a] + pairwise_sum(row, a + 1, b - a - 1)
+                    out[j, s, i] = row[_u(a)] + pairwise_sum(row, a + 1, b - a - 1)
 
 
 def _block_sums(U, w, p_step, t_die, throttled, off, off_before, clock, bins, uw, lost, job_p,
@@ -127,7 +133,7 @@ def _block_sums(U, w, p_step, t_die, throttled, off, off_before, clock, bins, uw
                 u = u / n_sub
             x = u * w[d]
             uw[d] = x
-            start_off = off_before[d] if j == 0 else off[j - 1, d]
+            start_off = off_before[d] if j == 0 else off[_u(j - 1), d]
             lost[d] = (1.0 - (0.0 if start_off else clock[j, d])) * x
         e_step[j] = pairwise_sum(p_step[j], 0, n)
         demand[j] = pairwise_sum(uw, 0, n)
@@ -144,14 +150,14 @@ def _block_sums(U, w, p_step, t_die, throttled, off, off_before, clock, bins, uw
         m = t_max
         for d in range(n):
             if bins[d] != b:
-                job_p[j, b] = acc
+                job_p[j, _u(b)] = acc
                 b = bins[d]
-                acc = job_p[j, b]
+                acc = job_p[j, _u(b)]
             acc += p_step[j, d]
             c += throttled[j, d]
             any_off |= off[j, d]
             m = max(m, t_die[j, d])  # (a NaN is never the maximum, as with ``>``)
-        job_p[j, b] = acc
+        job_p[j, _u(b)] = acc
         t_max = m
         n_thr[j] = c
         tripped[j] = any_off
@@ -163,10 +169,11 @@ _COMPILED = None
 
 def compiled():
     """The compiled pass (compiled, or loaded from numba's cache, on first use)."""
-    global _COMPILED, _SLEDS, _leaf, pairwise_sum
+    global _COMPILED, _SLEDS, _leaf, pairwise_sum, _u
     if _COMPILED is None:
         import numba
 
+        _u = numba.uint64
         jit = numba.njit(cache=True, nogil=True)
         _leaf = jit(_leaf)
         pairwise_sum = jit(pairwise_sum)

@@ -303,6 +303,9 @@ def _compiled():
 
         from twin.power import compiled as _dev
 
+        # indices read from arrays (device kinds, rack ranges, device, sled and HBM numbers) are
+        # made unsigned where they index: numba tests a signed index for a negative value to
+        # wrap around at every access, which cost the loop ~9 % at Frontier's size
         _u = numba.uint64
 
         jit = numba.njit(cache=True, nogil=True)
@@ -403,7 +406,8 @@ def _power(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit,
     if n_sub == 1:  # (one sub-step, the usual case: each rack's running sum in a register)
         for r in range(nr):
             tot = fixed_rack[r]
-            for d in range(rack_dev[r], rack_dev[r + 1]):
+            for dd in range(rack_dev[r], rack_dev[r + 1]):
+                d = _u(dd)  # (unsigned: no wraparound test where it indexes)
                 if write_clock:
                     clock_out[j, d] = clock_lim[d]
                 p = 0.0
@@ -426,7 +430,8 @@ def _power(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit,
         for r in range(nr):
             rack_p[s * nr + r] = fixed_rack[r]
     for r in range(nr):
-        for d in range(rack_dev[r], rack_dev[r + 1]):
+        for dd in range(rack_dev[r], rack_dev[r + 1]):
+            d = _u(dd)  # (unsigned: no wraparound test where it indexes)
             if write_clock:
                 clock_out[j, d] = clock_lim[d]
             if off[d]:
@@ -496,13 +501,13 @@ def _sleds(j, g_kd, g_m, g_sled, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slo
             for s in range(ns):
                 xc[_u(c * chunk + s)] = y[_u(c * chunk + s)]
         for s in range(ns):
-            sl = _u(sleds[c_i0[ci] + s])
+            sl = _u(sleds[_u(c_i0[ci] + s)])
             t_cool[j, sl] = y[_u(m * chunk + s)]
             t_air[j, sl] = y[_u((m + 1) * chunk + s)]
             d0 = dev0 + s * kd
             for c in range(g_hbm[g], g_hbm[g + 1]):
-                dh = _u(devices[_u(d0 + hbm_slot[c])])
-                th = y[_u(hbm_node[c] * chunk + s)]
+                dh = _u(devices[_u(d0 + hbm_slot[_u(c)])])
+                th = y[_u(hbm_node[_u(c)] * chunk + s)]
                 t_hbm[j, dh] = th
                 peak = t_hbm_peak[dh]
                 if th > peak or peak != peak:  # (np.fmax: the larger, or the one that is not NaN)
