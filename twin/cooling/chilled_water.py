@@ -5,7 +5,11 @@ the cold aisle by Q_crah = q_air + P_fans + C_a (T_ca − T_set)/τ (first-order
 constant τ), within 0 … capacity; the set-point cannot be below the chilled-water supply + coil
 approach. The chilled-water circuit (steady, flow ∝ load) is free-cooled by its own
 heat-rejection units when the weather allows and trimmed by the chillers' capacity left after
-the facility water; capacity they lack comes back as room heat.
+the facility water; capacity they lack comes back as room heat. While the chillers trim it, the
+free-cooling fans run at the speed with the least fan + compressor power
+(``economiser.fans: optimal``, the facility water's search,
+:func:`~twin.cooling.economiser.economiser_speed`) or flat out (``flat_out``); the supply
+leaves at its set-point either way, only the split between free cooling and the chillers moves.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import numpy as np
 from twin.cooling.cdu import T_COLD_AISLE_NEXT, T_COLD_AISLE_SET
 from twin.cooling.cdu_bank import lookup
 from twin.cooling.circuit_pumps import CircuitPumps
+from twin.cooling.economiser import economiser_speed, series_trim
 from twin.cooling.heat_rejection import HeatRejectionBank
 from twin.cooling.plant import crah_fan_power, economiser_split
 from twin.cooling.sizing import units_for_load
@@ -54,7 +59,8 @@ class ChilledWater(Component):
     """
 
     inputs = ("facility.q_air", "facility.t_outdoor", "facility.t_wet_bulb", "facility.chiller_spare",
-              "facility.heat_rejection_in_service")
+              "facility.heat_rejection_in_service", "facility.facility_water_law",
+              "facility.facility_water_step")
     outputs = (P_CRAH, T_COLD_AISLE_NEXT, CHW_STEP, STORED_ROOM)
     controls = (T_COLD_AISLE_SET,)
     phase = "integration"
@@ -81,6 +87,11 @@ class ChilledWater(Component):
         #: The chilled-water pumps (the facility pumps' template, on the CRAHs' design flow).
         self.pumps = CircuitPumps(lookup(catalog.pumps, spec.pumps.template, loc, "pump template"),
                                   self.m_chw_design / RHO_WATER, loc)
+        #: Fan policy while the chillers trim (``optimal`` or ``flat_out``), the economiser's.
+        self.fans = spec.economiser.fans
+        #: The chillers (:class:`~twin.cooling.chiller.Chiller`; the plant sets them once it has
+        #: counted them for both circuits), for the fans' trade against their compressors.
+        self.chillers = None
         self.state = None
         self.reset()
         #: Chilled-water heat at the design air load [W]: the CRAH coils (air + fans) and pumps.
@@ -110,7 +121,8 @@ class ChilledWater(Component):
         bank = self.chw_bank
         in_service = state["facility.heat_rejection_in_service"]
         table = bank.table(air["m_chw"], bank.air_specific_heat(t_wb, self.t_chw_set), in_service)
-        chw = self.chilled_water(air, table, state["facility.chiller_spare"], t_db, t_wb, in_service)
+        chw = self.chilled_water(air, table, state["facility.chiller_spare"], t_db, t_wb, in_service,
+                                 self.compressor(state, t_db, t_wb))
         if chw["deficit"] > 0:  # heat the coils could not pass on stays in the room air
             air["tca_end"] += chw["deficit"] * dt / self.c_room
             air["tca_mean"] += chw["deficit"] * dt / (2.0 * self.c_room)
@@ -148,11 +160,23 @@ class ChilledWater(Component):
         return {"q_air": q_air, "p_crah": p_crah, "tca_end": tca_end, "tca_mean": tca_mean, "m_chw": m_chw,
                 "p_chw": p_chw, "q_chw": q_chw, "t_chw_ret": t_chw_ret}
 
+    def compressor(self, state, t_db: float, t_wb: float):
+        """The chillers' power at chilled-water trims q (ndarray → W), with the facility water's
+        trim of this plant step, for the economiser's choice of fan speed; None without chillers
+        or with the fans flat out."""
+        if self.chillers is None or self.chillers.chiller is None or self.fans != "optimal":
+            return None
+        q_fw, t_set = state["facility.facility_water_step"]["q_ch_fw"], state["facility.facility_water_law"]["t_set"]
+        return lambda q: self.chillers.power(q_fw, q, t_set, self.t_chw_set, t_db, t_wb)
+
     def chilled_water(self, air: dict, table_chw, spare: float, t_db: float, t_wb: float,
-                      in_service: float = 1.0) -> dict:
+                      in_service: float = 1.0, compressor=None) -> dict:
         """Chilled-water circuit (steady): free cooling, then the chillers' ``spare`` capacity
         [W]; what neither can take is a deficit that stays in the room. ``in_service``: the
-        fraction of the heat-rejection fans working [1]."""
+        fraction of the heat-rejection fans working [1]; ``compressor``: the chillers' power at
+        chilled-water trims (:meth:`compressor`), with which the fans run at the speed of least
+        fan + compressor power while the chillers trim within their spare capacity, else flat
+        out."""
         m_chw = air["m_chw"]
         q_free_chw = q_ch_chw = deficit = 0.0
         speed_chw, chw_wet, t_chw = 0.0, False, self.t_chw_set
@@ -160,13 +184,27 @@ class ChilledWater(Component):
             cw = self.chw_bank.solve(table_chw, air["t_chw_ret"], self.t_chw_set, t_db, t_wb)
             q_free_chw, q_ch_chw = (float(v) for v in economiser_split(
                 m_chw, air["t_chw_ret"], cw["t_free"], self.t_chw_set))
+            speed_chw = cw["speed"]
+            if compressor is not None and q_free_chw > 0 and 0 < q_ch_chw <= spare:
+                t_ret, r_chw = air["t_chw_ret"], q_free_chw + q_ch_chw
+
+                def fans(speed):
+                    return self.chw_bank.fan_power(speed, in_service)
+
+                speed_chw = economiser_speed(table_chw, cw["t_sink"], self.t_chw_set, t_ret, r_chw, fans,
+                                             compressor, spare)
+                q_ch_chw = float(series_trim(table_chw, cw["t_sink"], self.t_chw_set, t_ret, r_chw,
+                                             np.array([speed_chw]))[0])
+                q_free_chw = max(r_chw - q_ch_chw, 0.0)
             if q_ch_chw > spare:
                 deficit = q_ch_chw - spare
                 q_ch_chw = spare
                 t_chw = self.t_chw_set + deficit / (m_chw * CP_WATER)
             if q_free_chw > 0:
-                speed_chw, chw_wet = cw["speed"], cw["wet"] and cw["speed"] > 0
-            elif self.chw_bank.tower and q_ch_chw > 0:
+                chw_wet = cw["wet"] and speed_chw > 0
+            else:
+                speed_chw = 0.0
+            if self.chw_bank.tower and q_free_chw <= 0 and q_ch_chw > 0:
                 speed_chw = in_service
         return {"q_free_chw": q_free_chw, "q_ch_chw": q_ch_chw, "deficit": deficit,
                 "speed_chw": speed_chw, "chw_wet": chw_wet, "t_chw": t_chw}

@@ -159,11 +159,10 @@ class Chiller(Component):
 
         Parameters
         ----------
-        q_ch_fw : float or ndarray
-            Evaporator load of the facility-water trim [W]; an array gives the power at each
-            (the economiser's search, :meth:`twin.cooling.facility_water.FacilityWater.split`).
-        q_ch_chw : float
-            Evaporator load of the chilled water [W].
+        q_ch_fw, q_ch_chw : float or ndarray
+            Evaporator loads of the facility-water trim and of the chilled water [W]; arrays
+            (broadcast together) give the power at each (the economisers' searches,
+            :func:`twin.cooling.economiser.economiser_speed`).
         t_set, t_chw_set : float
             Their leaving-water set-points [degC].
         t_db, t_wb : float
@@ -172,7 +171,7 @@ class Chiller(Component):
         Returns
         -------
         float or ndarray
-            Like ``q_ch_fw``.
+            A float when both loads are, else an array of their broadcast shape.
 
         Notes
         -----
@@ -186,16 +185,16 @@ class Chiller(Component):
         chiller: the range follows the load; R_rated = the rating's 35.0 − 29.4 °C, taking the
         compressor's share of the condenser heat at its rated value).
         """
-        scalar = np.ndim(q_ch_fw) == 0
+        scalar = np.ndim(q_ch_fw) == 0 and np.ndim(q_ch_chw) == 0
         if scalar and self.chiller is not None:
             p = self._power_float(float(q_ch_fw), float(q_ch_chw), float(t_set), float(t_chw_set), t_db, t_wb)
             if p is not None:
                 return p
-        q_fw = np.atleast_1d(np.asarray(q_ch_fw, dtype=float))
-        if self.chiller is None:
-            return 0.0 if scalar else np.zeros_like(q_fw)
-        q_chw = np.full_like(q_fw, float(q_ch_chw))
+        q_fw, q_chw = np.broadcast_arrays(np.atleast_1d(np.asarray(q_ch_fw, dtype=float)),
+                                          np.asarray(q_ch_chw, dtype=float))
         q = q_fw + q_chw
+        if self.chiller is None:
+            return 0.0 if scalar else np.zeros_like(q)
         unit = self.chiller.capacity.si
         n = stage_chillers(q, unit, self.chiller_count)
         cap = n * unit

@@ -424,6 +424,7 @@ class Plant:
         self.design_heat = {"facility_water": q_fw, "chilled_water": self.room.design_heat,
                             "heat_rejection": q_towers}
         self.chillers = Chiller(spec, catalog, q_both, self.bank, every)
+        self.room.chillers = self.chillers
 
     @property
     def outputs(self) -> list[str]:

@@ -34,7 +34,7 @@ from twin.cooling.cdu import T_FACILITY_SUPPLY, T_FACILITY_SUPPLY_SET
 from twin.cooling.cdu_bank import lookup
 from twin.cooling.circuit_pumps import CircuitPumps
 from twin.cooling.config import COOLING_MODES
-from twin.cooling.economiser import cheapest_speed
+from twin.cooling.economiser import economiser_speed, series_trim
 from twin.cooling.volumes import relax1
 from twin.sim.component import Component, Control, Var
 from twin.units import CP_WATER, RHO_WATER
@@ -195,23 +195,9 @@ class FacilityWater:
         return t, t_int / dt, r_int / dt
 
     def trim(self, law: dict, speed, t_mean: float, r_mean: float):
-        """Heat left for the chiller [W] with the free-cooling fans at ``speed`` [1] (ndarray:
-        air flow relative to the bank's design, within the step's table).
-
-        Series economiser (:func:`~twin.cooling.plant.economiser_split`) on the step's mean
-        return T̄ and water-side rejection R̄: free cooling brings the water to
-        T_free(s) = T_sink + r(s) (T̄ − T_sink) (r(s) interpolated in the step's outlet table),
-        not below the set-point; the chiller takes the rest,
-        q_ch(s) = R̄ (clip(T_free(s), T_set, T̄) − T_set) / (T̄ − T_set), non-increasing in s.
-        """
-        s_grid, r_grid = law["table"]
-        t_sink, t_set = law["t_sink"], self.t_set
-        speed = np.asarray(speed, dtype=float)
-        if t_mean <= t_set or r_mean <= 0:
-            return np.zeros_like(speed)
-        r = np.interp(speed, s_grid, r_grid)
-        t_free = t_sink + r * (t_mean - t_sink) if t_mean > t_sink else np.full_like(speed, t_mean)
-        return r_mean * (np.clip(t_free, t_set, t_mean) - t_set) / (t_mean - t_set)
+        """Heat left for the chiller [W] with the free-cooling fans at ``speed`` [1] (ndarray),
+        on the step's mean return T̄ and water-side rejection R̄ (:func:`series_trim`)."""
+        return series_trim(law["table"], law["t_sink"], self.t_set, t_mean, r_mean, speed)
 
     def split(self, law: dict, t_mean: float, r_mean: float, fans=None, compressor=None,
               spare: float = np.inf):
@@ -245,7 +231,7 @@ class FacilityWater:
         While the chiller trims a held set-point, the fans' speed moves heat between free
         cooling and the chiller without changing the loop: the total
         P(s) = P_fan(s) + P_chiller(q_ch(s)) (:meth:`trim`) is minimised over the speeds whose
-        trim fits ``spare`` (:func:`~twin.cooling.economiser.cheapest_speed`: the step's table
+        trim fits ``spare`` (:func:`~twin.cooling.economiser.economiser_speed`: the step's table
         grid with the speed where the trim reaches zero, refined twice on finer grids). Cube-law
         fans against a trim that falls linearly, Q (1 − s), at a constant COP give
         s* = √(Q / (3 COP P_f)).
@@ -261,30 +247,12 @@ class FacilityWater:
             return r_mean - q_ch, q_ch, None
         s_grid = law["table"][0]
         if self.fans == "optimal" and fans is not None and compressor is not None:
-            speed = self._cheapest(law, t_mean, r_mean, fans, compressor, spare)
+            speed = economiser_speed(law["table"], law["t_sink"], self.t_set, t_mean, r_mean, fans,
+                                     compressor, spare)
             q_ch = float(self.trim(law, np.array([speed]), t_mean, r_mean)[0])
             return r_mean - q_ch, q_ch, speed
         q_ch = float(self.trim(law, s_grid[-1:], t_mean, r_mean)[0])  # flat out
         return r_mean - q_ch, q_ch, None
-
-    def _cheapest(self, law, t_mean, r_mean, fans, compressor, spare) -> float:
-        """Speed with the least fan + compressor power among those whose trim fits ``spare``."""
-        s, r = law["table"]
-        t_sink = law["t_sink"]
-        if t_mean > t_sink:  # where free cooling alone reaches the set-point: the trim's kink
-            s = np.union1d(s, [self.bank.speed_for(s, r, (self.t_set - t_sink) / (t_mean - t_sink))])
-        q = self.trim(law, s, t_mean, r_mean)
-        cap = max(spare, float(q[-1]))
-        over = np.flatnonzero(q > cap)
-        if over.size:  # the lowest speed whose trim fits: q is linear in s between grid points
-            k = over[-1]
-            lo = float(np.interp(cap, [q[k + 1], q[k]], [s[k + 1], s[k]]))
-            s = np.concatenate([[lo], s[k + 1:]])
-
-        def cost(speed):
-            return fans(speed) + compressor(self.trim(law, speed, t_mean, r_mean))
-
-        return cheapest_speed(cost, s)[0]
 
 
 class FacilitySupply(Component):
