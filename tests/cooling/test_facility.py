@@ -466,7 +466,7 @@ def test_empty_plant_section_works():
      "unknown cooling-tower template 'dry-cooler-1mw'"),
     ({"chiller": {"template": "x"}}, "unknown chiller template 'x'"),
     ({"crah": {"template": "x"}}, "unknown CRAH template 'x'"),
-    ({"ups": {"template": "x"}}, r"unknown UPS template 'x' \(known: ups-1250kw, ups-500kw-modern\)"),
+    ({"ups": {"template": "x"}}, r"unknown UPS template 'x' \(known: ups-1250kw, ups-250kw-modern, ups-500kw-modern\)"),
     ({"transformer": {"template": "x"}}, "unknown transformer template 'x'"),
     ({"pumps": {"template": "x"}}, "unknown pump template 'x'"),
     ({"weather": {"kind": "epw", "file": "Atlantis"}}, "no bundled EPW file matches"),

@@ -13,8 +13,10 @@ from tests.cooling.test_circuit_pumps import _hand as pumps_by_hand
 from twin.catalog import load_catalog
 from twin.cooling.config import PlantSpec
 from twin.cooling.facility import Plant
-from twin.cooling.sizing import DesignHeat, unit_size, units_for_load
-from twin.power.chain import design_ac_power
+from twin.cooling.sizing import DesignHeat, least_loss_size, standard_rating, unit_size, units_for_load
+from twin.power.chain import design_ac_power, design_bus_load
+from twin.power.selection import transformer_entry, ups_entry
+from twin.power.ups import ups_loss_coefficients
 from twin.scenario import load_scenario
 from twin.sim.driver import Simulation
 from twin.site.weather import Weather
@@ -175,3 +177,64 @@ def test_phoenix_chillers_by_hand():
     assert (named.chiller.capacity.si, named.chiller_count) == (1e6, 2)
     towers = _plant({"heat_rejection": {"kind": "cooling_tower"}}, design).chillers
     assert (towers.chiller.condenser, towers.chiller.capacity.si) == ("water", 1e6)
+
+
+def _loss_by_hand(p, n, rating, a):
+    """Losses of n modules of ``rating`` sharing p, on the three-term model (White Paper 113):
+    n P_r (a₀ + a₁ x + a₂ x²) with x = p / (n P_r), written out here."""
+    x = p / (n * rating)
+    return n * rating * (a[0] + a[1] * x + a[2] * x * x)
+
+
+@pytest.mark.parametrize("design, size, n", [
+    (0.3129e6, 250e3, 3),  # Phoenix: 3 × 250 kW at 42 % lose less than 2 × 500 kW at 31 %
+    (1.4684e6, 500e3, 4),  # Leesburg: 4 × 500 kW at 74 % lose less than 7 × 250 kW at 84 %
+])
+def test_ups_module_size_loses_least_at_the_design_load(design, size, n):
+    """The module size of the catalogue's modular family whose N+1 modules lose least at the
+    design output, against the losses of each size worked out by hand on its fitted curve."""
+    p = design_bus_load(design)
+    sizes = {k: u for k, u in CAT.ups.items() if u.family == "modular-double-conversion"}
+    assert len(sizes) == 2
+    by_hand = {}
+    for k, u in sizes.items():
+        a = ups_loss_coefficients([q[0] for q in u.efficiency.points], [q[1] for q in u.efficiency.points])
+        m = math.ceil(p / u.rating.si) + 1
+        by_hand[k] = (_loss_by_hand(p, m, u.rating.si, a), m)
+    best = min(by_hand, key=lambda k: by_hand[k][0])
+    assert (sizes[best].rating.si, by_hand[best][1]) == (size, n)
+    assert ups_entry(CAT, None, design) == best
+    # the scenario's template wins
+    assert ups_entry(CAT, "ups-1250kw", design) == "ups-1250kw"
+
+
+def test_least_loss_size_rules():
+    """No-load losses only (L = n C a₀): the size with the least installed capacity N+1 wins;
+    equal losses: the smaller module."""
+    caps = [100.0, 250.0, 400.0]
+    # 500 W: 6 × 100 (600), 3 × 250 (750), 3 × 400 (1,200)
+    assert least_loss_size(500.0, caps, lambda i, n: n * caps[i] * 0.01) == (0, 6)
+    # 800 W: 9 × 100 (900), 5 × 250 (1,250), 3 × 400 (1,200)
+    assert least_loss_size(800.0, caps, lambda i, n: n * caps[i] * 0.01) == (0, 9)
+    assert least_loss_size(800.0, caps, lambda i, n: 1.0) == (0, 9)
+    assert least_loss_size(800.0, caps[::-1], lambda i, n: 1.0, redundant=0) == (2, 8)
+    with pytest.raises(ValueError, match="capacities must be > 0"):
+        least_loss_size(1.0, [0.0], lambda i, n: 0.0)
+
+
+@pytest.mark.parametrize("kva, rating", [
+    (0.4117e6, 500e3),  # Phoenix: 1.25 × 0.313 MW / 0.95
+    (0.5e6, 500e3),  # a rating that fits exactly
+    (0.6e6, 750e3),
+    (1.932e6, 1000e3),  # Leesburg: above the largest, which is then counted (2 units)
+])
+def test_transformer_standard_rating(kva, rating):
+    """The smallest standard rating of the DOE 2016 family at or above the sized kVA, else the
+    largest; the entry chosen for an IT design load at PF 0.95."""
+    names = [k for k, t in CAT.transformers.items() if t.family == "doe-2016-liquid"]
+    ratings = [CAT.transformers[k].rating.si for k in names]
+    assert sorted(ratings) == [500e3, 750e3, 1000e3]
+    assert ratings[standard_rating(kva, ratings)] == rating
+    design = kva * 0.95 / 1.25
+    assert CAT.transformers[transformer_entry(CAT, None, design, 0.95)].rating.si == rating
+    assert transformer_entry(CAT, "mv-transformer-2500kva", design, 0.95) == "mv-transformer-2500kva"

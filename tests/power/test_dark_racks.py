@@ -89,7 +89,8 @@ def test_an_empty_ups_battery_darkens_every_rack_and_the_utility_carries_the_res
     # A 1 kWh battery per 500 kW module (two modules here, N+1) carries the UltraServer for about
     # 40 s: the outage of 3 min empties it.
     over = {"time": {"start": "2026-07-01T00:00:00", "duration": "5 min", "step": "1 s"}, "halls": ONE_US,
-            "plant": {"weather": {"kind": "constant", "t_dry_bulb": "20 degC"}},
+            "plant": {"weather": {"kind": "constant", "t_dry_bulb": "20 degC"},
+                      "ups": {"template": "ups-500kw-modern"}},
             "catalog": {"ups": {"ups-500kw-modern": {"battery_energy": {"value": "1 kWh", "source": "estimate"}}}},
             "events": [{"at": "1 min", "kind": "utility_outage", "duration": "3 min"}],
             "record": {"rack": "off", "cdu": "off", "facility": "1 s"}}
@@ -147,7 +148,7 @@ def test_the_ups_battery_recharges_after_an_outage_and_energy_is_conserved():
             "record": {"rack": "off", "cdu": "off", "device": "off", "facility": "1 s"}}
     sim, tree, kpi = _run(SCENARIOS / "annual-leesburg.yaml", over)
     f = tree["facility"].to_dataset()
-    ups = sim.loaded.catalog.ups[sim.scenario.plant.ups.template]
+    ups = sim.chain.ups
     n = sim.chain.n_modules
     full, p_max, eta = sim.battery_energy, n * ups.battery_charge_power.si, ups.battery_charge_efficiency.si
     e = f["e_ups_battery"].values

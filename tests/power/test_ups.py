@@ -89,8 +89,10 @@ def test_module_management_in_the_chain_by_hand():
     load on the same double-conversion loss model and each parked one loses its
     ``suspended_loss``. A 1.47 MW hall (4 × 500 kW, N+1) at 0.5 MW keeps 3 active: by hand to
     1e-12 (same arithmetic), and 0.14 % of the load less than with all 4 active (the flat curve
-    gains little). The Phoenix hall's 0.31 MW design needs 1 + 1 modules: both stay active, so
-    module management cannot lower its UPS losses (the chain's 4.2 % of IT stays)."""
+    gains little). The Phoenix hall's 0.31 MW design needs 1 + 1 modules of 500 kW, or 2 + 1 of
+    250 kW (the size it is given, :func:`twin.power.selection.ups_entry`): all stay active at the
+    day's load (above 0.2 MW two 250 kW modules are needed at 80 %), so module management
+    cannot lower its UPS losses (the chain's 4.2 % of IT stays)."""
     from twin.power.chain import PowerChain
 
     ups, tr = CAT.ups["ups-500kw-modern"], CAT.transformers["mv-transformer-1000kva"]
@@ -120,6 +122,13 @@ def test_module_management_in_the_chain_by_hand():
     for p in (0.1e6, 0.28e6, 0.3129e6):
         assert phoenix.active_modules(p) == 2
         assert phoenix.ups_loss(p) == PowerChain(0.3129e6, ups, "double_conversion", tr).ups_loss(p)
+    small = CAT.ups["ups-250kw-modern"]
+    phoenix = PowerChain(0.3129e6, small, "double_conversion", tr, module_management=0.8)
+    assert phoenix.n_modules == 3
+    for p in (0.21e6, 0.28e6, 0.3129e6):
+        assert phoenix.active_modules(p) == 3
+        assert phoenix.ups_loss(p) == PowerChain(0.3129e6, small, "double_conversion", tr).ups_loss(p)
+    assert phoenix.active_modules(0.19e6) == 2  # one 250 kW module at 76 %, + 1
 
 
 def test_module_management_needs_double_conversion_and_a_parked_module_loss(tmp_path):

@@ -176,6 +176,22 @@ _CHILLER_SIZE = ("the chillers' unit size is chosen for the design load of both 
                  "whose trim then runs at a higher part-load ratio: p_chiller and pue move")
 for _case in ("design-day-phoenix", "cdu-pump-trip", "cdu-pump-trip-failover", "phoenix-events"):
     CHANGED[_case] += "; " + _CHILLER_SIZE
+_CHW_FANS = ("the chilled water's free-cooling fans run at the speed with the least fan + compressor power "
+             "while the chillers trim it (twin.cooling.economiser.economiser_speed, the facility water's "
+             "search) instead of flat out: p_heat_rejection_fans falls, p_chiller rises a little, and "
+             "p_cooling, p_transformer_loss, p_facility and pue fall (the supply leaves at its set-point "
+             "either way)")
+for _case in ("cdu-pump-trip", "cdu-pump-trip-failover", "hall-1k"):
+    CHANGED[_case] += "; " + _CHW_FANS
+_CHAIN_SIZES = ("without a template the UPS module size is the one of the catalogue's modular family whose "
+                "N+1 modules lose least at the design load (twin.cooling.sizing.least_loss_size: 2 + 1 of "
+                "250 kW instead of 1 + 1 of 500 kW for the 0.31-0.37 MW plants) and the transformer the "
+                "smallest DOE 2016 standard rating at or above 1.25 x the design load in kVA "
+                "(twin.cooling.sizing.standard_rating: 500 kVA instead of 1,000 kVA): p_ups_loss and the "
+                "electrical-room cooling fall, p_transformer_loss rises, the battery (5 minutes per module) "
+                "holds 63 instead of 84 kWh; p_loss, p_facility and pue move")
+for _case in ("design-day-phoenix", "cdu-pump-trip", "cdu-pump-trip-failover", "phoenix-events"):
+    CHANGED[_case] += "; " + _CHAIN_SIZES
 
 
 def run_case(name: str) -> dict[str, float | str]:

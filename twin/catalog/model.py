@@ -593,6 +593,8 @@ class UPS(Entry):
     """Uninterruptible power supply: rating, efficiency by mode, optional battery."""
 
     rating: Power  # real-power rating of one module [W]
+    #: the module sizes a design chooses among (:func:`twin.power.selection.ups_entry`)
+    family: str | None = None
     efficiency: Curve  # double conversion
     efficiency_eco: Curve
     battery_energy: Energy | None = None  # usable stored energy [J]
@@ -620,6 +622,8 @@ class Transformer(Entry):
     :func:`twin.power.delivery.transformer_losses`)."""
 
     rating: Power
+    #: the standard ratings a design chooses among (:func:`twin.power.selection.transformer_entry`)
+    family: str | None = None
     no_load_loss: Power
     load_loss: Power  # copper loss at rated load [W]
 

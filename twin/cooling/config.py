@@ -201,9 +201,11 @@ class ModuleManagementSpec(_Strict):
 
 class UPSSpec(_Strict):
     """Central UPS: module template, operating mode and redundant modules (N + redundant, N
-    from the IT design load), optionally with module management in double conversion."""
+    from the IT design load), optionally with module management in double conversion.
+    ``template``: a catalogue module; default: the module size of the modular family whose
+    N + R modules lose least at the design load in ``mode`` (:func:`twin.power.selection.ups_entry`)."""
 
-    template: str = "ups-500kw-modern"
+    template: str | None = None
     mode: Literal["double_conversion", "eco"] = "double_conversion"
     redundant: int = Field(1, ge=0)
     module_management: ModuleManagementSpec | None = None
@@ -216,9 +218,11 @@ class UPSSpec(_Strict):
 
 
 class TransformerSpec(_Strict):
-    """Medium- to low-voltage transformers, counted from the design load in kVA."""
+    """Medium- to low-voltage transformers, counted from the design load in kVA. ``template``:
+    a catalogue transformer; default: the smallest standard rating of the DOE 2016 family at or
+    above 1.25 × the design load over ``power_factor`` (:func:`twin.power.selection.transformer_entry`)."""
 
-    template: str = "mv-transformer-1000kva"
+    template: str | None = None
     #: Power factor of the facility load on the transformers [1] (estimate: server PSUs with
     #: active PFC 0.98–0.99 at load, VFD-driven pumps and fans 0.95; 0.95 for the mix).
     power_factor: float = Field(0.95, gt=0, le=1)

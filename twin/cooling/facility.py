@@ -385,9 +385,11 @@ class Plant:
             if c is not None:
                 self.components.append(c)
         # -- power chain (used by the power-delivery model; checked here so a typo fails early)
-        self.ups = lookup(catalog.ups, spec.ups.template, ("plant", "ups", "template"), "UPS template")
-        self.transformer = lookup(catalog.transformers, spec.transformer.template,
-                                  ("plant", "transformer", "template"), "transformer template")
+        if spec.ups.template is not None:
+            lookup(catalog.ups, spec.ups.template, ("plant", "ups", "template"), "UPS template")
+        if spec.transformer.template is not None:
+            lookup(catalog.transformers, spec.transformer.template,
+                   ("plant", "transformer", "template"), "transformer template")
         if spec.electrical_room.template is not None:
             lookup(catalog.room_coolers, spec.electrical_room.template,
                    ("plant", "electrical_room", "template"), "electrical-room cooler template")

@@ -20,7 +20,9 @@ equipment sees them), divided by one unit's rating, rounded up (N), plus R redun
   condenser kind (:func:`unit_size`).
 
 The power chain (UPS modules, busway, transformers; :class:`twin.power.chain.PowerChain`) is
-sized from the same IT design load, :attr:`DesignHeat.it`.
+sized from the same IT design load, :attr:`DesignHeat.it`: the UPS module size whose N + R
+modules lose least at it (:func:`least_loss_size`), the transformers' standard rating for its
+kVA (:func:`standard_rating`).
 """
 
 from __future__ import annotations
@@ -97,6 +99,70 @@ def unit_size(design_load, capacities, min_loads):
     ok = fewest & (design_load / (n * cap) >= np.asarray(min_loads, dtype=float))
     pool = np.flatnonzero(ok if ok.any() else fewest)
     return int(pool[np.argmin(cap[pool])])
+
+
+def least_loss_size(design_load, capacities, losses, redundant=1):
+    """The module size of a modular system (a UPS) for a design load: the one whose N + R
+    modules lose least at it.
+
+    Parameters
+    ----------
+    design_load : float
+        Load the duty modules must carry [W].
+    capacities : sequence of float
+        Rated output of one module of each size [W], > 0.
+    losses : callable
+        ``losses(i, n)``: losses of ``n`` modules of size ``i`` sharing ``design_load`` [W].
+    redundant : int
+        R (1 for N+1).
+
+    Returns
+    -------
+    (int, int)
+        Index of the size chosen and its module count N + R.
+
+    Notes
+    -----
+    Each size needs n_i = ⌈Q / C_i⌉ + R modules (:func:`units_for_load`); all of them share the
+    load, so each runs at x_i = Q / (n_i C_i). Smaller modules mean more of them and a smaller
+    redundant share of the installed capacity (x_i nearer the efficiency plateau), larger ones
+    fewer no-load losses: the size with the least L_i = losses(i, n_i) is chosen, the smaller
+    on a tie (within 1e-9 relative). Unlike :func:`unit_size` (chillers: fewest machines to
+    buy and pipe), modules slide into one frame, so their count costs little and their losses
+    run all year.
+    """
+    cap = np.asarray(capacities, dtype=float)
+    if cap.size == 0 or np.any(cap <= 0):
+        raise ValueError(f"least_loss_size: capacities must be > 0, got {list(cap)}")
+    n = [units_for_load(design_load, c, redundant) for c in cap]
+    loss = np.array([float(losses(i, n[i])) for i in range(cap.size)])
+    pool = np.flatnonzero(loss <= loss.min() * (1.0 + 1e-9))
+    i = int(pool[np.argmin(cap[pool])])
+    return i, n[i]
+
+
+def standard_rating(design_load, ratings):
+    """The standard rating for a design load: the smallest at or above it, else the largest.
+
+    Parameters
+    ----------
+    design_load : float
+        Load to carry, in the ratings' unit (kVA for transformers: the design load with its
+        margin, over the power factor) [VA].
+    ratings : sequence of float
+        Standard ratings available [VA], > 0.
+
+    Returns
+    -------
+    int
+        Index of the rating chosen: min{S_i ≥ S}, or max S_i where none is (the load is then
+        split over ⌈S / S_max⌉ units; :func:`twin.power.delivery.transformer_count`).
+    """
+    r = np.asarray(ratings, dtype=float)
+    if r.size == 0 or np.any(r <= 0):
+        raise ValueError(f"standard_rating: ratings must be > 0, got {list(r)}")
+    fits = np.flatnonzero(r >= design_load * (1.0 - 1e-9))
+    return int(fits[np.argmin(r[fits])]) if fits.size else int(np.argmax(r))
 
 
 @dataclass(frozen=True)

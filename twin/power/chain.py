@@ -96,6 +96,13 @@ def design_ac_power(system) -> float:
     return total
 
 
+def design_bus_load(design_it_power: float) -> float:
+    """The UPS system's output at the IT design load [W]: P_design + the busway's losses at it
+    (busway rated :data:`BUSWAY_RATING_FACTOR` × P_design, :func:`~twin.power.delivery.busway_losses`)."""
+    rating = BUSWAY_RATING_FACTOR * design_it_power
+    return design_it_power + float(busway_losses(design_it_power, rating, BUSWAY_LOSS_AT_RATING * rating))
+
+
 class PowerChain(Component):
     """Busway, UPS and transformers between the racks and the utility, the miscellaneous load,
     and the cooling of the electrical rooms.
@@ -131,7 +138,8 @@ class PowerChain(Component):
     Sizing from the design load: busway rated 1.25 P_design; N + R UPS modules,
     N = ⌈(P_design + L_bus,design) / P_module⌉ (:func:`~twin.power.ups.ups_modules`); the
     battery scales with the modules; transformers ⌈1.25 P_design / (PF S_rated)⌉
-    (:func:`~twin.power.delivery.transformer_count`).
+    (:func:`~twin.power.delivery.transformer_count`). Which module and transformer entries a
+    plant gets without a template is chosen before (:mod:`twin.power.selection`).
     Per step: busway L_bus = f_bus P_r (P_IT / P_r)² (I²R); UPS losses from the
     module loss model fitted to the mode's curve (:func:`~twin.power.ups.ups_losses`) at the
     modules' load (under module management: the active modules N_a share it and each parked
@@ -179,10 +187,9 @@ class PowerChain(Component):
         self.design = float(design_it_power)
         self.busway_rating = BUSWAY_RATING_FACTOR * self.design
         self.busway_loss_at_rating = BUSWAY_LOSS_AT_RATING * self.busway_rating
+        self.ups = ups
         self.module_rating = ups.rating.si
-        design_bus = self.design + float(busway_losses(self.design, self.busway_rating,
-                                                       self.busway_loss_at_rating))
-        self.n_modules = ups_modules(design_bus, self.module_rating, redundant)
+        self.n_modules = ups_modules(design_bus_load(self.design), self.module_rating, redundant)
         self.redundant = int(redundant)
         self.max_load = module_management
         if module_management is not None and ups.suspended_loss is None:

@@ -17,6 +17,7 @@ from twin.cooling.cdu_pumps import CduPumps
 from twin.cooling.sizing import DesignHeat
 from twin.network.component import NetworkPower
 from twin.power.chain import PowerChain
+from twin.power.selection import transformer_entry, ups_entry
 from twin.power.chips import COMPUTE_ROLES, ChipPower, Governors
 from twin.power.kernels import KERNELS
 from twin.power.shelves import Shelves
@@ -89,12 +90,13 @@ def assemble(loaded: LoadedScenario, system: System, workload, totals, kernel: s
         pl = sc.plant
         room = (cat.room_coolers[pl.electrical_room.template]
                 if pl.electrical_room.template is not None else None)
-        if pl.ups.module_management is not None and cat.ups[pl.ups.template].suspended_loss is None:
+        ups = ups_entry(cat, pl.ups.template, design.it, pl.ups.mode, pl.ups.redundant)
+        transformer = transformer_entry(cat, pl.transformer.template, design.it, pl.transformer.power_factor)
+        if pl.ups.module_management is not None and cat.ups[ups].suspended_loss is None:
             raise loaded.locate(FieldError(("plant", "ups", "module_management"),
-                                           f"UPS '{pl.ups.template}' has no suspended_loss in the catalogue "
+                                           f"UPS '{ups}' has no suspended_loss in the catalogue "
                                            "(the losses of a parked module that module management needs)"))
-        chain = PowerChain(design.it, cat.ups[pl.ups.template], pl.ups.mode,
-                           cat.transformers[pl.transformer.template], tot,
+        chain = PowerChain(design.it, cat.ups[ups], pl.ups.mode, cat.transformers[transformer], tot,
                            redundant=pl.ups.redundant, power_factor=pl.transformer.power_factor,
                            misc_fraction=pl.misc_load, room_cooler=room, outdoor=True,
                            module_management=(pl.ups.module_management.max_load
