@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from twin.cooling.cdu_bank import lookup
+from twin.cooling.plant import as_arrays
 from twin.cooling.refrigeration import (
     AHRI_CONDENSER_ENTERING,
     ZERO_CELSIUS,
@@ -190,8 +191,7 @@ class Chiller(Component):
             p = self._power_float(float(q_ch_fw), float(q_ch_chw), float(t_set), float(t_chw_set), t_db, t_wb)
             if p is not None:
                 return p
-        q_fw, q_chw = np.broadcast_arrays(np.atleast_1d(np.asarray(q_ch_fw, dtype=float)),
-                                          np.asarray(q_ch_chw, dtype=float))
+        q_fw, q_chw = as_arrays(np.atleast_1d(np.asarray(q_ch_fw, dtype=float)), q_ch_chw)
         q = q_fw + q_chw
         if self.chiller is None:
             return 0.0 if scalar else np.zeros_like(q)
