@@ -56,6 +56,8 @@ def main() -> None:
     names = list(inspect.signature(fused._loop).parameters)
     args = dict(zip(names, captured["args"]))
     args.update(write_mean=not args.get("p_alias", False), write_clock=True)  # (the loop's per-step flags)
+    if "tile_rack" in args:  # (each part over all racks and chunks: every tile at once)
+        args.update(r_a=0, r_b=args["tile_rack"].size, c_a=0, c_b=args["tile_chunk"].size)
     if hasattr(fused, "_chunks"):  # (the loop holds the node temperatures in its chunks' inputs)
         params = list(inspect.signature(fused._chunks).parameters)[1:-1]
         fused._chunks_jit(True, *[args[p] for p in params], fused.SLED_CHUNK)

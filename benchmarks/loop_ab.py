@@ -53,6 +53,9 @@ def _compare(a) -> None:
     other = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(other)
     loops = {"other": other._compiled(), "this": fused._compiled()}
+    # (each loop takes its own parameters: the ones a later loop added come last)
+    n_args = {"other": len(inspect.signature(other._loop).parameters),
+              "this": len(inspect.signature(fused._loop).parameters)}
 
     sim = Simulation(load_scenario(Path(a.scenario), {"time": {"duration": "2 h"}, "record": {"device": "off"}}),
                      kernel="numba")
@@ -71,13 +74,13 @@ def _compare(a) -> None:
     args = captured["args"]
     t_e = args[list(inspect.signature(fused._loop).parameters).index("t_e")]
     times = {name: [] for name in loops}
-    for f in loops.values():
-        f(*args)
+    for name, f in loops.items():
+        f(*args[:n_args[name]])
     for _ in range(a.repeat):
         for name, f in loops.items():
             t_e[:] = np.nan  # (each call takes its first step's exp, as a block after the per-step path)
             t0 = time.process_time()
-            n = f(*args)
+            n = f(*args[:n_args[name]])
             times[name].append((time.process_time() - t0) / max(n, 1))
     print(f"{Path(a.scenario).name}: {sim.system.n_devices} devices, CPU ms per step, {a.repeat} calls of "
           f"{a.steps} steps each")

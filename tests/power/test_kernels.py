@@ -219,10 +219,11 @@ def test_compiled_loop_parts_are_the_kernels(chip, n_sub):
     leak = np.array([compiled.leak_factor(t, r, b) for t, r, b in zip(t_die, chip["t_ref"], chip["leak_beta"])])
     # chip power with the shelves' sums: two racks, the second holding devices from n // 3 on
     rack_dev = np.array([0, n // 3, n])
+    racks = np.arange(2)  # (the loop's tiles: both racks as one)
     fixed = np.array([10.0, 20.0])
     P, p_step, clock_out, rack_p = np.empty((1, n_sub, n)), np.empty((1, n)), np.empty((1, n)), np.empty(2 * n_sub)
-    over = fused._power_jit(0, u[None], kind, tab, clock, ~on, leak, rack_dev, fixed, np.full(2, np.inf), rack_p, P,
-                            p_step, True, clock_out, True)
+    over = fused._power_jit(0, u[None], kind, tab, clock, ~on, leak, rack_dev, fixed, np.full(2, np.inf), racks, 0, 2,
+                            rack_p, P, p_step, True, clock_out, True)
     assert not over
     ref = NumbaKernel(chip).power(u, clock, on, t_die, held, limit)
     np.testing.assert_array_equal(P[0], ref)
@@ -232,11 +233,11 @@ def test_compiled_loop_parts_are_the_kernels(chip, n_sub):
     sums = np.stack([fixed + np.add.reduceat(p, rack_dev[:2]) for p in P[0]])
     np.testing.assert_allclose(rack_p.reshape(n_sub, 2), sums, rtol=1e-13)
     assert fused._power_jit(0, u[None], kind, tab, clock, ~on, leak, rack_dev, fixed, sums.max(axis=0) * (1 - 1e-9),
-                            rack_p, P, p_step, True, clock_out, True)  # a rack above its limit
+                            racks, 0, 2, rack_p, P, p_step, True, clock_out, True)  # a rack above its limit
     # the mean and the clock left unwritten (the block's views of P and of the last step's clock limits)
     kept = np.full((1, n), -1.0)
-    fused._power_jit(0, u[None], kind, tab, clock, ~on, leak, rack_dev, fixed, np.full(2, np.inf), rack_p,
-                     np.empty((1, n_sub, n)), kept, False, kept, False)
+    fused._power_jit(0, u[None], kind, tab, clock, ~on, leak, rack_dev, fixed, np.full(2, np.inf), racks, 0, 2,
+                     rack_p, np.empty((1, n_sub, n)), kept, False, kept, False)
     np.testing.assert_array_equal(kept, -1.0)
     # the governors at new die temperatures: half of them moved, half where they were
     t_new = np.where(np.arange(n) % 2 == 0, t_die + np.linspace(-5.0, 5.0, n), t_die)
@@ -245,7 +246,8 @@ def test_compiled_loop_parts_are_the_kernels(chip, n_sub):
     gov_trip, off, peak, t_state, e = ~on, ~on, t_die.copy(), t_die.copy(), leak.copy()
     out = t_die_out, np.empty((1, n), dtype=bool), np.empty((1, n)), np.empty((1, n), dtype=bool)
     fused._govern_jit(0, u[None], kind, tab, THROTTLE_GAIN, THROTTLE_DOWN_RATE, THROTTLE_UP_RATE, CLOCK_MIN,
-                      CLOCK_NEWTON_STEPS, 1.0, clock_lim, off, gov_trip, thermal, power, t_state, peak, e, *out)
+                      CLOCK_NEWTON_STEPS, 1.0, rack_dev, racks, 0, 2, clock_lim, off, gov_trip, thermal, power, t_state,
+                      peak, e, *out)
     want = NumbaKernel(chip).govern(u, t_new, clock, ~on, 1.0, limit)
     for got, w in zip((thermal, power, clock_lim), want):
         np.testing.assert_array_equal(got, w)

@@ -291,3 +291,40 @@ def test_fused_loop_is_the_reference(case):
             assert ref.governors.first_throttle < 30.0 and any(t < n for n, t in taken)
         else:
             assert sum(t for _, t in taken) > ref.n_steps // 2, "the compiled loop took under half the steps"
+
+
+@pytest.mark.parametrize("case", ["mixed-hall-hot"])
+def test_fused_loop_in_tiles(case, monkeypatch):
+    """The compiled loop in tiles of one rack each (temporal blocking, :func:`twin.sim.fused._loop`)
+    equals it as one tile to the bit: every recorded variable and total at tolerance 0. The
+    case stops blocks early (its gang throttles on hot water), so tiles that ran further
+    are put back and run again."""
+    pytest.importorskip("numba")
+    from twin.sim import fused
+
+    path, over = FUSED[case]
+    sims = []
+    for tiles in (False, True):
+        if tiles:
+            monkeypatch.setattr(fused, "TILE_ABOVE", 0)
+            monkeypatch.setattr(fused, "TILE_DEVICES", 1)
+        sim = Simulation(load_scenario(SCENARIOS / path, over), kernel="numba")
+        taken = []
+        loop = sim._quiet.compiled()
+        run = loop.run
+        loop.run = lambda U, *a, run=run, taken=taken: taken.append((U.shape[0], run(U, *a))) or taken[-1][1]
+        sim.run()
+        assert any(t < n for n, t in taken)  # (blocks stopped early)
+        assert (loop.tiles[1].size - 1 > 1) == tiles, loop.tiles[1]
+        sims.append(sim)
+    a, b = sims
+    ta, tb = build_tree(a), build_tree(b)
+    for group in ("facility", "cdu", "rack", "sled", "device", "job"):
+        if group in ta.children:
+            for name, var in ta[group].data_vars.items():
+                np.testing.assert_array_equal(var.values, tb[group][name].values, err_msg=f"{case} {group}.{name}")
+    for key, e in a.totals.energy.items():
+        np.testing.assert_array_equal(e, b.totals.energy[key], err_msg=key)
+    for f in ("e_device", "e_dc", "e_liquid", "e_air", "t_die_max", "stored_end", "throttled_device_seconds",
+              "demand_device_seconds", "lost_work_device_seconds", "tripped_seconds"):
+        assert getattr(a.totals, f) == getattr(b.totals, f), f

@@ -70,6 +70,15 @@ SHELF_MARGIN = 1e-9
 #: Sleds whose products ``[T | q] @ W`` the compiled loop forms together (consecutive sleds of
 #: one group with the same W): their inputs and sums, node by node, fill ~20 KB (L1 cache).
 SLED_CHUNK = 64
+#: Devices of a tile of the compiled loop (temporal blocking, :func:`_loop`): whole racks with
+#: the sled chunks that hold their devices, at least this many devices unless the system has
+#: fewer; a tile's state and per-step inputs stay in the L2 cache (~300 B per device) over the
+#: block's steps.
+TILE_DEVICES = 1024
+#: Systems of fewer devices take the loop as one tile: their state fits the last-level cache
+#: already (measured, ``benchmarks/loop_ab.py``: Frontier's 47,360 devices 4-8 % slower in
+#: 1,024-device tiles, cluster-100k's 201,550 9 % faster).
+TILE_ABOVE = 100_000
 
 
 class FusedLoop:
@@ -118,6 +127,10 @@ class FusedLoop:
         self.T = None  # the sleds' node temperatures end to end (racks.T are views of it)
         self._q = ((), np.empty(0))  # (the boundary heat arrays, end to end)
         self._w = (None, None)  # (the integrator blocks the flat propagators were built from, arrays)
+        self.tiles = None  # (racks, their offsets, chunks, their offsets, each device's tile: _tiles)
+        self.save_f = np.empty((8, sy.n_devices))  # each tile's state at the block's start (_keep)
+        self.save_b = np.empty((2, sy.n_devices), dtype=np.bool_)
+        self.save_x = np.empty(0)
         _warm()  # compile (or load from numba's cache) now, while the simulation is built
 
     def _propagators(self, integrator):
@@ -153,8 +166,55 @@ class FusedLoop:
         arrays = (np.ascontiguousarray(np.concatenate(w)), *(np.ascontiguousarray(c) for c in table))
         if self.x.size != x0:
             self.x = np.empty(x0)
+            self.save_x = np.empty(x0)
         self._w = (list(blocks), arrays)
+        self.tiles = self._tiles(table)
         return arrays
+
+    def _tiles(self, table):
+        """The loop's tiles (:func:`_loop`): the racks joined by the sled chunks that hold
+        devices or sleds of more than one of them (``table``: the chunks' group, first sled
+        and number of sleds, rows of :meth:`_propagators`' table), such sets joined in the
+        order of their first chunk until each holds :data:`TILE_DEVICES` devices. Returns each
+        tile's racks and chunks (end to end, with offsets) and each device's tile."""
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        sy = self.sy
+        nr, nc = self.n_racks, table.shape[1]
+        chunk_racks = []
+        for ci in range(nc):
+            g, i0, ns = (int(v) for v in table[:3, ci])
+            d0 = self.g_dev[g] + (i0 - self.g_sled[g]) * self.g_kd[g]
+            devs = self.devices[d0: d0 + ns * self.g_kd[g]]
+            chunk_racks.append(np.unique(np.concatenate([sy.sled_rack[self.sleds[i0: i0 + ns]], sy.device_rack[devs]])))
+        a = np.concatenate([np.full(r.size, r[0]) for r in chunk_racks]) if nc else np.zeros(0, dtype=np.int64)
+        b = np.concatenate(chunk_racks) if nc else np.zeros(0, dtype=np.int64)
+        _, comp = connected_components(coo_matrix((np.ones(a.size), (a, b)), shape=(nr, nr)), directed=False)
+        chunk_comp = np.array([comp[r[0]] for r in chunk_racks], dtype=np.int64)
+        # the sets in the order of their first chunk (sets without a chunk after them)
+        first = np.full(comp.max() + 1 if nr else 0, nc, dtype=np.int64)
+        np.minimum.at(first, chunk_comp, np.arange(nc))
+        order = np.argsort(first, kind="stable")
+        n_dev = np.bincount(comp, weights=np.diff(self.rack_dev), minlength=first.size)
+        tile_of_comp = np.empty(first.size, dtype=np.int64)
+        t, size = 0, 0
+        for c in order:
+            if size >= TILE_DEVICES:
+                t, size = t + 1, 0
+            tile_of_comp[c] = t
+            size += n_dev[c]
+        rack_tile, chunk_tile = tile_of_comp[comp], tile_of_comp[chunk_comp]
+        if sy.n_devices <= TILE_ABOVE:
+            tile_of_comp[:] = 0
+            t = 0
+        n_tiles = t + 1 if nr else 0
+        racks = np.argsort(rack_tile, kind="stable")
+        chunks = np.argsort(chunk_tile, kind="stable")
+        r_off = np.concatenate([[0], np.cumsum(np.bincount(rack_tile, minlength=n_tiles))])
+        c_off = np.concatenate([[0], np.cumsum(np.bincount(chunk_tile, minlength=n_tiles))])
+        dev_tile = rack_tile[sy.device_rack]
+        return tuple(np.ascontiguousarray(v, dtype=np.int64) for v in (racks, r_off, chunks, c_off, dev_tile))
 
     def run(self, U, i0: int, h: float, capacity, fixed_rack, out, watch=None) -> int:
         """Take up to ``U.shape[0]`` steps of the loop from the present state; returns how many.
@@ -196,7 +256,14 @@ class FusedLoop:
         power = np.array(gov.clock_power, dtype=float)
         kind, table = ch.rows(gov.p_limit, st["device.held"])
         rack_limit = np.ascontiguousarray(capacity * (1.0 - SHELF_MARGIN), dtype=float)
-        watch = _NONE if watch is None else np.ascontiguousarray(watch, dtype=np.int64)
+        tile_rack, tile_r, tile_chunk, tile_c, dev_tile = self.tiles
+        if watch is None or not len(watch):
+            watch, tile_w = _NONE, np.zeros(tile_r.size, dtype=np.int64)
+        else:  # (each tile's watched devices)
+            watch = np.asarray(watch, dtype=np.int64)
+            wt = dev_tile[watch]
+            watch = np.ascontiguousarray(watch[np.argsort(wt, kind="stable")])
+            tile_w = np.concatenate([[0], np.cumsum(np.bincount(wt, minlength=tile_r.size - 1))]).astype(np.int64)
         t_hbm = out["device.t_hbm"] if self.hbm else _NO_HBM
         hbm_peak = np.array(racks.t_hbm_peak, dtype=float) if self.hbm else _NONE_F  # (a copy: the loop keeps it)
         if self.rack_p.size != U.shape[1] * self.n_racks:
@@ -213,7 +280,7 @@ class FusedLoop:
             self.g_hbm, self.hbm_node, self.hbm_slot, W, c_g, c_i0, c_ns, c_w0, c_x0, Q, T, clock_lim, off, gov_trip, thermal, power, racks.t_die, racks.t_die_peak,
             self.x, self.y, self.e, self.t_e, self.rack_p, P, p_step, p_alias, clock, clock_alias, out["device.t_die"],
             out["device.throttled"], out["device.clock_limit"], out["device.tripped"], out["t_cool"], out["t_air"], t_hbm,
-            hbm_peak)
+            hbm_peak, tile_rack, tile_r, tile_chunk, tile_c, watch, tile_w, self.save_f, self.save_b, self.save_x)
         # the state as after the last step taken
         start = 0
         for i, t in enumerate(racks.T):
@@ -297,7 +364,7 @@ def _compiled():
     """The compiled loop (compiled, or loaded from numba's cache, on first use); the parts it
     calls (and the per-device equations of :mod:`twin.power.compiled`) are compiled first and
     bound to the module's globals, where they find them."""
-    global _COMPILED, _power_jit, _chunks_jit, _sleds_jit, _govern_jit, _dev, _u
+    global _COMPILED, _power_jit, _chunks_jit, _sleds_jit, _govern_jit, _tile, _keep, _dev, _u
     if _COMPILED is None:
         import numba
 
@@ -310,6 +377,7 @@ def _compiled():
 
         jit = numba.njit(cache=True, nogil=True)
         _power_jit, _chunks_jit, _sleds_jit, _govern_jit = jit(_power), jit(_chunks), jit(_sleds), jit(_govern)
+        _tile, _keep = jit(_tile), jit(_keep)
         _COMPILED = jit(_loop)
     return _COMPILED
 
@@ -321,59 +389,151 @@ def _warm() -> None:
     f2, f3, b2 = np.zeros((0, 1)), np.zeros((0, 1, 1)), np.zeros((0, 1), dtype=np.bool_)
     _compiled()(f3, i, np.zeros(1, dtype=np.int32), np.zeros((1, 15)), 0.0, 0.0, 0.0, 0.0, 1, 1.0, np.zeros(2, dtype=np.int64), f, f,
                 *(i,) * 10, f, *(i,) * 5, f, f, f, b, b, f, f, f, f, f, f, f, f, f, f3, f2, False, f2, False, f2, b2, f2,
-                b2, f2, f2, f2, f)
+                b2, f2, f2, f2, f, i, np.zeros(1, dtype=np.int64), i, np.zeros(1, dtype=np.int64), i,
+                np.zeros(1, dtype=np.int64), np.zeros((8, 1)), np.zeros((2, 1), dtype=np.bool_), f)
 
 
 def _loop(U, watch, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, rack_dev, fixed_rack, rack_limit, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node,
           hbm_slot, W, c_g, c_i0, c_ns, c_w0, c_x0, Q, T, clock_lim, off, gov_trip, thermal, power, t_die, t_die_peak,
           x, y, e, t_e, rack_p, P, p_step, p_alias, clock_out, clock_alias, t_die_out, throttled_out, clock_limit_out,
-          tripped_out, t_cool, t_air, t_hbm, t_hbm_peak):
+          tripped_out, t_cool, t_air, t_hbm, t_hbm_peak, tile_rack, tile_r, tile_chunk, tile_c, tile_watch, tile_w,
+          save_f, save_b, save_x):
     """``U.shape[0]`` steps of the feedback loop; returns the number taken (a step whose
     shelves come within the margin of ``rack_limit`` is not taken, nor one that starts with a
-    device of ``watch`` below full clock or tripped): chip power with the shelves' test
-    (:func:`_power`), the sled networks (:func:`_sleds`) and the governors (:func:`_govern`),
-    each step. The node temperatures ``T`` are held node by node in the chunks' inputs ``x``
-    over the steps (:func:`_chunks`). ``e`` holds each device's leakage factor at its die
-    temperature (:func:`twin.power.compiled.leak_factor`): computed here for the first step
-    where the die temperature is not ``t_e``'s (the one the factor was last computed for: a
-    block after a block keeps the factors, the same numbers), then by the governors for the
-    next. Chip figures: row ``kind[d]`` of ``tab``
-    (:class:`NumbaChip`)."""
-    for d in range(t_die.size):
-        if t_die[d] != t_e[d]:  # (else e[d] holds the factor at t_die[d] already: the last call's)
-            k = _u(kind[d])
-            e[d] = _dev.leak_factor(t_die[d], tab[k, 3], tab[k, 4])
-    _chunks_jit(True, g_kd, g_m, g_sled, g_t, g_hbm, hbm_node, c_g, c_i0, c_ns, c_x0, Q, T, x, y.size // (g_m.max() + 2))
+    device of ``watch`` below full clock or tripped), tile by tile (temporal blocking): within a
+    block nothing couples racks (the sled networks are per sled, the shelves' test per rack,
+    the boundaries held), so each tile (racks ``tile_rack[tile_r[t]:tile_r[t + 1]]``, the sled
+    chunks ``tile_chunk[tile_c[t]:tile_c[t + 1]]`` that hold their devices and the devices of
+    ``watch`` among them, ``tile_watch[tile_w[t]:tile_w[t + 1]]``) takes the block's steps
+    while its state stays in cache (:func:`_tile`), up to its own first stop or the fewest
+    steps a tile before it took. The block takes the fewest of all; a tile that took more is
+    put back to its state at the block's start (kept in ``save_f``, ``save_b``, ``save_x``)
+    and takes that many again. Each device, sled and rack does the same arithmetic in the same
+    order as step by step over all devices: the same bits."""
     n = U.shape[0]
-    for j in range(U.shape[0]):
+    nt = tile_r.size - 1
+    taken = np.empty(nt, dtype=np.int64)
+    for t in range(nt):
+        _chunks_jit(True, g_kd, g_m, g_sled, g_t, g_hbm, hbm_node, c_g, c_i0, c_ns, c_x0, tile_chunk, tile_c[t],
+                    tile_c[t + 1], Q, T, x, y.size // (g_m.max() + 2))
+        if nt > 1:  # (one tile takes the block's n steps: nothing to put back)
+            _keep(True, t, rack_dev, tile_rack, tile_r, tile_chunk, tile_c, g_m, c_g, c_x0, y.size // (g_m.max() + 2),
+                  e, t_e, clock_lim, thermal, power, t_die, t_die_peak, t_hbm_peak, off, gov_trip, x, save_f, save_b,
+                  save_x)
+        taken[t] = _tile(t, n, U, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, rack_dev, fixed_rack,
+                         rack_limit, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slot, W, c_g,
+                         c_i0, c_ns, c_w0, c_x0, Q, T, clock_lim, off, gov_trip, thermal, power, t_die, t_die_peak, x,
+                         y, e, t_e, rack_p, P, p_step, p_alias, clock_out, clock_alias, t_die_out, throttled_out,
+                         clock_limit_out, tripped_out, t_cool, t_air, t_hbm, t_hbm_peak, tile_rack, tile_r, tile_chunk,
+                         tile_c, tile_watch, tile_w)
+        if taken[t] < n:
+            n = taken[t]
+    for t in range(nt):
+        if taken[t] > n:  # (rare: a block that stops early) back to the block's start, and n steps again
+            _keep(False, t, rack_dev, tile_rack, tile_r, tile_chunk, tile_c, g_m, c_g, c_x0, y.size // (g_m.max() + 2),
+                  e, t_e, clock_lim, thermal, power, t_die, t_die_peak, t_hbm_peak, off, gov_trip, x, save_f, save_b,
+                  save_x)
+            _tile(t, n, U, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, rack_dev, fixed_rack,
+                  rack_limit, g_kd, g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slot, W, c_g,
+                  c_i0, c_ns, c_w0, c_x0, Q, T, clock_lim, off, gov_trip, thermal, power, t_die, t_die_peak, x,
+                  y, e, t_e, rack_p, P, p_step, p_alias, clock_out, clock_alias, t_die_out, throttled_out,
+                  clock_limit_out, tripped_out, t_cool, t_air, t_hbm, t_hbm_peak, tile_rack, tile_r, tile_chunk,
+                  tile_c, tile_watch, tile_w)
+    return n
+
+
+def _tile(t, k, U, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, rack_dev, fixed_rack, rack_limit, g_kd,
+          g_m, g_sled, g_t, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slot, W, c_g, c_i0, c_ns, c_w0, c_x0, Q, T,
+          clock_lim, off, gov_trip, thermal, power, t_die, t_die_peak, x, y, e, t_e, rack_p, P, p_step, p_alias,
+          clock_out, clock_alias, t_die_out, throttled_out, clock_limit_out, tripped_out, t_cool, t_air, t_hbm,
+          t_hbm_peak, tile_rack, tile_r, tile_chunk, tile_c, tile_watch, tile_w):
+    """Up to ``k`` steps of tile ``t`` (:func:`_loop`); returns the number taken: chip power with
+    the shelves' test (:func:`_power`), the sled networks (:func:`_sleds`) and the governors
+    (:func:`_govern`), each step, over the tile's racks, chunks and devices. The node
+    temperatures are held node by node in the chunks' inputs ``x`` over the steps (put
+    there by :func:`_loop`, back into ``T`` here: :func:`_chunks`). ``e`` holds each device's
+    leakage factor at its die temperature (:func:`twin.power.compiled.leak_factor`): computed
+    here for the first step where the die temperature is not ``t_e``'s (the one the factor
+    was last computed for: a block after a block keeps the factors, the same numbers), then
+    by the governors for the next. Chip figures: row ``kind[d]`` of ``tab`` (:class:`NumbaChip`)."""
+    r_a, r_b, c_a, c_b = tile_r[t], tile_r[t + 1], tile_c[t], tile_c[t + 1]
+    chunk = y.size // (g_m.max() + 2)
+    for ri in range(r_a, r_b):
+        r = _u(tile_rack[ri])
+        for dd in range(rack_dev[r], rack_dev[r + 1]):
+            d = _u(dd)
+            if t_die[d] != t_e[d]:  # (else e[d] holds the factor at t_die[d] already: the last call's)
+                kd = _u(kind[d])
+                e[d] = _dev.leak_factor(t_die[d], tab[kd, 3], tab[kd, 4])
+    n = k
+    for j in range(k):
         if j > 0:
             stop = False
-            for i in range(watch.size):
-                if clock_lim[watch[i]] != 1.0 or off[watch[i]]:
+            for i in range(tile_w[t], tile_w[t + 1]):
+                w = _u(tile_watch[i])
+                if clock_lim[w] != 1.0 or off[w]:
                     stop = True
             if stop:
                 n = j
                 break
-        if _power_jit(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit, rack_p, P, p_step,
-                      not p_alias, clock_out, j == 0 or not clock_alias):
+        if _power_jit(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit, tile_rack, r_a, r_b,
+                      rack_p, P, p_step, not p_alias, clock_out, j == 0 or not clock_alias):
             n = j
             break
         _sleds_jit(j, g_kd, g_m, g_sled, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slot, W, c_g, c_i0, c_ns, c_w0,
-                   c_x0, p_step, x, y, t_cool, t_air, t_hbm, t_hbm_peak, t_die_out)
-        _govern_jit(j, U, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, clock_lim, off,
-                    gov_trip, thermal, power, t_die, t_die_peak, e, t_die_out, throttled_out, clock_limit_out,
-                    tripped_out)
-    _chunks_jit(False, g_kd, g_m, g_sled, g_t, g_hbm, hbm_node, c_g, c_i0, c_ns, c_x0, Q, T, x, y.size // (g_m.max() + 2))
-    for d in range(t_die.size):  # (the governors left e at the die temperatures)
-        t_e[d] = t_die[d]
+                   c_x0, tile_chunk, c_a, c_b, p_step, x, y, t_cool, t_air, t_hbm, t_hbm_peak, t_die_out)
+        _govern_jit(j, U, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, rack_dev, tile_rack, r_a, r_b,
+                    clock_lim, off, gov_trip, thermal, power, t_die, t_die_peak, e, t_die_out, throttled_out,
+                    clock_limit_out, tripped_out)
+    _chunks_jit(False, g_kd, g_m, g_sled, g_t, g_hbm, hbm_node, c_g, c_i0, c_ns, c_x0, tile_chunk, c_a, c_b, Q, T, x,
+                chunk)
+    for ri in range(r_a, r_b):  # (the governors left e at the die temperatures)
+        r = _u(tile_rack[ri])
+        for dd in range(rack_dev[r], rack_dev[r + 1]):
+            t_e[_u(dd)] = t_die[_u(dd)]
     return n
 
 
-def _chunks(into, g_kd, g_m, g_sled, g_t, g_hbm, hbm_node, c_g, c_i0, c_ns, c_x0, Q, T, x, chunk):
+def _keep(save, t, rack_dev, tile_rack, tile_r, tile_chunk, tile_c, g_m, c_g, c_x0, chunk, e, t_e, clock_lim, thermal,
+          power, t_die, t_die_peak, t_hbm_peak, off, gov_trip, x, save_f, save_b, save_x):
+    """Tile ``t``'s state (its devices' leakage factors, governors, clocks, trips, die
+    temperatures and peaks, its chunks' node temperatures in ``x``) into ``save_f`` (8 ×
+    devices), ``save_b`` (2 × devices) and ``save_x`` (as ``x``) (``save``), or back from them."""
+    hbm = t_hbm_peak.size > 0
+    for ri in range(tile_r[t], tile_r[t + 1]):
+        r = _u(tile_rack[ri])
+        for dd in range(rack_dev[r], rack_dev[r + 1]):
+            d = _u(dd)
+            if save:
+                save_f[0, d], save_f[1, d], save_f[2, d], save_f[3, d] = e[d], t_e[d], clock_lim[d], thermal[d]
+                save_f[4, d], save_f[5, d], save_f[6, d] = power[d], t_die[d], t_die_peak[d]
+                if hbm:
+                    save_f[7, d] = t_hbm_peak[d]
+                save_b[0, d], save_b[1, d] = off[d], gov_trip[d]
+            else:
+                e[d], t_e[d], clock_lim[d], thermal[d] = save_f[0, d], save_f[1, d], save_f[2, d], save_f[3, d]
+                power[d], t_die[d], t_die_peak[d] = save_f[4, d], save_f[5, d], save_f[6, d]
+                if hbm:
+                    t_hbm_peak[d] = save_f[7, d]
+                off[d], gov_trip[d] = save_b[0, d], save_b[1, d]
+    for cc in range(tile_c[t], tile_c[t + 1]):
+        ci = _u(tile_chunk[cc])
+        x0 = c_x0[ci]
+        for i in range(x0, x0 + g_m[c_g[ci]] * chunk):  # (the node temperatures: the rest is rewritten or held)
+            if save:
+                save_x[_u(i)] = x[_u(i)]
+            else:
+                x[_u(i)] = save_x[_u(i)]
+
+
+def _chunks(into, g_kd, g_m, g_sled, g_t, g_hbm, hbm_node, c_g, c_i0, c_ns, c_x0, tile_chunk, c_a, c_b, Q, T, x,
+            chunk):
     """The node temperatures ``T`` (sled by sled) into the chunks' inputs ``x`` (node by node,
     ``chunk`` apart) with the HBM nodes' heat (the floor's offset) and the coolant and air
-    nodes' boundary heat ``Q``, which hold over the block (``into``); or back from them."""
-    for ci in range(c_g.size):
+    nodes' boundary heat ``Q``, which hold over the block (``into``); or back from them. Over the
+    chunks ``tile_chunk[c_a:c_b]``."""
+    for cc in range(c_a, c_b):
+        ci = tile_chunk[cc]
         g = c_g[ci]
         m, kd, x0 = g_m[g], g_kd[g], c_x0[ci]
         for s in range(c_ns[ci]):
@@ -391,8 +551,8 @@ def _chunks(into, g_kd, g_m, g_sled, g_t, g_hbm, hbm_node, c_g, c_i0, c_ns, c_x0
                     T[base + c] = x[x0 + c * chunk + s]
 
 
-def _power(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit, rack_p, P, p_step, write_mean,
-           clock_out, write_clock):
+def _power(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit, tile_rack, r_a, r_b, rack_p, P,
+           p_step, write_mean, clock_out, write_clock):
     """Step ``j``'s device power per sub-step into ``P[j]``, its mean into ``p_step[j]`` (if
     ``write_mean``: else ``p_step`` is ``P[:, 0]``) and the clock it ran at into
     ``clock_out[j]`` (if ``write_clock``: else the last step's governors wrote it): :func:`twin.power.compiled.device_power` (as
@@ -400,11 +560,12 @@ def _power(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit,
     mean over the sub-steps (summed in order, divided). Returns whether some rack's DC demand
     in a sub-step (devices + overhead + fans, ``fixed_rack``; summed in device order into
     ``rack_p``, (sub-steps × racks)) exceeds ``rack_limit`` (the shelves' rating less the
-    margin)."""
+    margin). Over the racks ``tile_rack[r_a:r_b]`` (a tile's, :func:`_tile`)."""
     n_sub = U.shape[1]
     nr = fixed_rack.size
     if n_sub == 1:  # (one sub-step, the usual case: each rack's running sum in a register)
-        for r in range(nr):
+        for ri in range(r_a, r_b):
+            r = _u(tile_rack[ri])
             tot = fixed_rack[r]
             for dd in range(rack_dev[r], rack_dev[r + 1]):
                 d = _u(dd)  # (unsigned: no wraparound test where it indexes)
@@ -422,14 +583,17 @@ def _power(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit,
                     p_step[j, d] = p
                 tot += p
             rack_p[r] = tot
-        for r in range(nr):
+        for ri in range(r_a, r_b):
+            r = _u(tile_rack[ri])
             if rack_p[r] > rack_limit[r]:
                 return True
         return False
-    for s in range(n_sub):
-        for r in range(nr):
+    for ri in range(r_a, r_b):
+        r = _u(tile_rack[ri])
+        for s in range(n_sub):
             rack_p[s * nr + r] = fixed_rack[r]
-    for r in range(nr):
+    for ri in range(r_a, r_b):
+        r = _u(tile_rack[ri])
         for dd in range(rack_dev[r], rack_dev[r + 1]):
             d = _u(dd)  # (unsigned: no wraparound test where it indexes)
             if write_clock:
@@ -455,14 +619,16 @@ def _power(j, U, kind, tab, clock_lim, off, e, rack_dev, fixed_rack, rack_limit,
                 acc = p if s == 0 else acc + p
             if write_mean:
                 p_step[j, d] = acc if n_sub == 1 else acc / n_sub
-    for i in range(n_sub * nr):
-        if rack_p[i] > rack_limit[i % nr]:
-            return True
+    for ri in range(r_a, r_b):
+        r = _u(tile_rack[ri])
+        for s in range(n_sub):
+            if rack_p[s * nr + r] > rack_limit[r]:
+                return True
     return False
 
 
 def _sleds(j, g_kd, g_m, g_sled, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slot, W, c_g, c_i0, c_ns, c_w0, c_x0,
-           p_step, x, y, t_cool, t_air, t_hbm, t_hbm_peak, t_die_out):
+           tile_chunk, c_a, c_b, p_step, x, y, t_cool, t_air, t_hbm, t_hbm_peak, t_die_out):
     """Every sled network over step ``j``: ``[T | q + p] @ W`` per sled (each column summed
     over the rows in order), as ``ExponentialIntegrator.step``; new node temperatures into
     the chunks' inputs ``x``, the new die temperatures into ``t_die_out[j]`` (the governors
@@ -483,10 +649,11 @@ def _sleds(j, g_kd, g_m, g_sled, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slo
     node by node: their inputs stay in ``x`` from step to step (the node temperatures and the
     boundaries; only the device power is written each step), the innermost loop runs over the
     sleds, reading ``x`` and ``y`` linearly, which the compiler turns into vector instructions;
-    each sled's sums keep the row order."""
+    each sled's sums keep the row order. Over the chunks ``tile_chunk[c_a:c_b]`` (a tile's)."""
     chunk = y.size // (g_m.max() + 2)
     t_new = t_die_out[j]
-    for ci in range(c_g.size):
+    for cc in range(c_a, c_b):
+        ci = _u(tile_chunk[cc])
         g = c_g[ci]
         m, kd, x0, ns = g_m[g], g_kd[g], c_x0[ci], c_ns[ci]
         cols = m + 2
@@ -516,8 +683,9 @@ def _sleds(j, g_kd, g_m, g_sled, g_dev, sleds, devices, g_hbm, hbm_node, hbm_slo
                 t_new[_u(devices[_u(d0 + c)])] = y[_u(c * chunk + s)]
 
 
-def _govern(j, U, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, clock_lim, off, gov_trip,
-            thermal, power, t_die, t_die_peak, e, t_die_out, throttled_out, clock_limit_out, tripped_out):
+def _govern(j, U, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, rack_dev, tile_rack, r_a, r_b,
+            clock_lim, off, gov_trip, thermal, power, t_die, t_die_peak, e, t_die_out, throttled_out, clock_limit_out,
+            tripped_out):
     """The governors after step ``j``, per device at its new die temperature ``t_die_out[j]``
     (from the sled networks; ``t_die`` holds the step's start and gets the new): thermal
     throttle, shutdown trip and its restart, the power-limit clock (Newton at the step's
@@ -525,39 +693,43 @@ def _govern(j, U, kind, tab, gain, down_rate, up_rate, clock_min, newton, dt, cl
     as ``Governors.step`` (no caps, every rack powered), with the equations of
     :mod:`twin.power.compiled`; the leakage factor at the new die temperature into ``e`` (the
     next step's power reads it: one ``exp`` per device and step, none where the die
-    temperature did not change — the factor is then the one ``e`` holds)."""
+    temperature did not change — the factor is then the one ``e`` holds). Over the devices of
+    the racks ``tile_rack[r_a:r_b]``."""
     Uj = U[j]
-    for d in range(t_die.size):
-        td = t_die_out[j, d]
-        k = _u(kind[d])
-        t_throttle = tab[k, 10]
-        if td != t_die[d]:
-            e[d] = _dev.leak_factor(td, tab[k, 3], tab[k, 4])
-        t_die[d] = td
-        if td > t_die_peak[d]:  # (max: the first unless the second is larger)
-            t_die_peak[d] = td
-        th = thermal[d]
-        throttled_out[j, d] = th < 1.0
-        cc = _dev.thermal_clock(th, td, t_throttle, tab[k, 11], gain, down_rate, up_rate, clock_min, dt)
-        was = gov_trip[d]
-        tripped = (was or td > tab[k, 12]) and not (td < t_throttle)
-        pw = _dev.power_clock(_dev.peak(Uj, d), e[d], tab[k, 13], tab[k, 0], tab[k, 2], tab[k, 5], tab[k, 6],
-                              clock_min, newton)
-        cl = min(cc, pw)
-        # the state written only where it changes (most devices hold full clock step after step:
-        # their cache lines stay clean and are not written back)
-        if cc != th:
-            thermal[d] = cc
-        if pw != power[d]:
-            power[d] = pw
-        if cl != clock_lim[d]:
-            clock_lim[d] = cl
-        if tripped != was:
-            gov_trip[d] = tripped
-        if tripped != off[d]:
-            off[d] = tripped
-        clock_limit_out[j, d] = cl
-        tripped_out[j, d] = tripped
+    for ri in range(r_a, r_b):
+        r = _u(tile_rack[ri])
+        for dd in range(rack_dev[r], rack_dev[r + 1]):
+            d = _u(dd)
+            td = t_die_out[j, d]
+            k = _u(kind[d])
+            t_throttle = tab[k, 10]
+            if td != t_die[d]:
+                e[d] = _dev.leak_factor(td, tab[k, 3], tab[k, 4])
+            t_die[d] = td
+            if td > t_die_peak[d]:  # (max: the first unless the second is larger)
+                t_die_peak[d] = td
+            th = thermal[d]
+            throttled_out[j, d] = th < 1.0
+            cc = _dev.thermal_clock(th, td, t_throttle, tab[k, 11], gain, down_rate, up_rate, clock_min, dt)
+            was = gov_trip[d]
+            tripped = (was or td > tab[k, 12]) and not (td < t_throttle)
+            pw = _dev.power_clock(_dev.peak(Uj, d), e[d], tab[k, 13], tab[k, 0], tab[k, 2], tab[k, 5], tab[k, 6],
+                                  clock_min, newton)
+            cl = min(cc, pw)
+            # the state written only where it changes (most devices hold full clock step after step:
+            # their cache lines stay clean and are not written back)
+            if cc != th:
+                thermal[d] = cc
+            if pw != power[d]:
+                power[d] = pw
+            if cl != clock_lim[d]:
+                clock_lim[d] = cl
+            if tripped != was:
+                gov_trip[d] = tripped
+            if tripped != off[d]:
+                off[d] = tripped
+            clock_limit_out[j, d] = cl
+            tripped_out[j, d] = tripped
 
 
 _power_jit, _chunks_jit, _sleds_jit, _govern_jit = _power, _chunks, _sleds, _govern
