@@ -4,7 +4,8 @@ On a shared machine whole runs, and even parts timed in separate processes, move
 a few per cent from one run to the next. Here both loops (``twin/sim/fused.py`` of OTHER and
 of this checkout, the other compiled against this checkout's ``twin.power.compiled`` and
 ``twin.sim.accounts``) are called alternately on the same block's arguments (captured from
-this checkout's ``FusedLoop.run`` after ``--warm`` steps of the scenario), so the load falls on
+this checkout's ``FusedLoop.run`` after ``--warm`` steps of the scenario, with the jobs' demand
+written ahead and their gangs watched as a run's blocks have them), so the load falls on
 both alike; it prints each loop's CPU time per step (``time.process_time``, median and
 minimum) and the median of the pairs' ratios (this checkout / OTHER). Numba compiles both
 loops into a temporary cache folder first (~10-40 CPU-s)::
@@ -68,7 +69,14 @@ def _compare(a) -> None:
     try:
         buf = q._buffers(a.steps)
         U = sim.workload.rules_ahead(sim.step_index, a.steps, buf["device.u"])
-        q._fused(U, sim.step_index, buf)
+        watch = finish = None
+        if sim.workload.jobs is not None:  # (the jobs' demand written ahead and their gangs watched, as in a run)
+            st = sim.state
+            plan = sim.workload.jobs.ahead(sim.step_index, sim.h, a.steps, sim.n_sub, st["device.clock_limit"],
+                                           st["device.tripped"], U)
+            if plan is not None:
+                _, watch, finish = plan
+        q._fused(U, sim.step_index, buf, watch, finish)
     finally:
         fused._compiled = real
     args = captured["args"]

@@ -204,7 +204,8 @@ def test_compiled_loop_parts_are_the_kernels(chip, n_sub):
     equations on the same numbers) and the numpy reference's to a few ulp, on random inputs
     through every branch: idle, held, tripped, throttling, the power limit's Newton clock, new
     trips; and the leakage factor it keeps for the next step is exp at the new die temperature
-    whether it was computed anew (the die moved) or kept (it did not)."""
+    whether it was computed anew (the die moved), kept (it did not) or taken from its mate (a
+    device of the same kind before it at the same temperature)."""
     from twin.power import compiled
     from twin.power.governor import CLOCK_MIN, THROTTLE_DOWN_RATE, THROTTLE_GAIN, THROTTLE_UP_RATE
     from twin.power.device import CLOCK_NEWTON_STEPS
@@ -239,15 +240,20 @@ def test_compiled_loop_parts_are_the_kernels(chip, n_sub):
     fused._power_jit(0, u[None], kind, tab, clock, ~on, leak, rack_dev, fixed, np.full(2, np.inf), racks, 0, 2,
                      rack_p, np.empty((1, n_sub, n)), kept, False, kept, False)
     np.testing.assert_array_equal(kept, -1.0)
-    # the governors at new die temperatures: half of them moved, half where they were
+    # the governors at new die temperatures: half of them moved, half where they were; every
+    # fourth device from the second has its mate one before it, and moved to the mate's new
+    # temperature (it takes the mate's factor where their kinds are the same, else its own exp)
     t_new = np.where(np.arange(n) % 2 == 0, t_die + np.linspace(-5.0, 5.0, n), t_die)
+    back = np.where(np.arange(n) % 4 == 1, 1, 0).astype(np.uint8)
+    t_new[1::4] = t_new[0::4][: t_new[1::4].size]
+    assert (kind[1::4] == kind[0::4][: t_new[1::4].size]).any() and (kind[1::4] != kind[0::4][: t_new[1::4].size]).any()
     t_die_out = t_new[None].copy()
     thermal, power, clock_lim = clock.copy(), np.empty(n), np.empty(n)
     gov_trip, off, peak, t_state, e = ~on, ~on, t_die.copy(), t_die.copy(), leak.copy()
     out = t_die_out, np.empty((1, n), dtype=bool), np.empty((1, n)), np.empty((1, n), dtype=bool)
     fused._govern_jit(0, u[None], kind, tab, THROTTLE_GAIN, THROTTLE_DOWN_RATE, THROTTLE_UP_RATE, CLOCK_MIN,
                       CLOCK_NEWTON_STEPS, 1.0, rack_dev, racks, 0, 2, clock_lim, off, gov_trip, thermal, power, t_state,
-                      peak, e, *out)
+                      peak, e, *out, back)
     want = NumbaKernel(chip).govern(u, t_new, clock, ~on, 1.0, limit)
     for got, w in zip((thermal, power, clock_lim), want):
         np.testing.assert_array_equal(got, w)
