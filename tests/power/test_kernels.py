@@ -138,6 +138,35 @@ def test_sled_product_sums_each_column_in_row_order():
                 assert y[c * stride + s] == acc and np.signbit(y[c * stride + s]) == np.signbit(acc), (rows, ns, s, c)
 
 
+def test_alike_sleds_share_one_product():
+    """The compiled loop forms one product for a chunk whose sleds all have the first sled's
+    inputs (fused._alike): equal inputs give the chunk's products to the bit, also where an
+    input differs only in the sign of a zero (the sums start from +0.0); a NaN or one other
+    value makes the chunk unlike."""
+    from twin.power.compiled import chunk_product
+    from twin.sim import fused
+
+    fused._compiled()
+    rng = np.random.default_rng(5)
+    rows, cols, stride, ns = 19, 14, 8, 6
+    W = rng.normal(size=rows * cols)
+    x = np.repeat(rng.normal(size=(rows, 1)), stride, axis=1)
+    x[3] = 0.0
+    x[3, 1::2] = -0.0
+    assert fused._alike(x.ravel(), rows, ns, stride)
+    y, y1 = np.full(cols * stride, np.nan), np.full(cols * stride, np.nan)
+    chunk_product(x.ravel(), y, W, 0, rows, cols, ns, stride)
+    chunk_product(x.ravel(), y1, W, 0, rows, cols, 1, stride)
+    want = np.repeat(y1.reshape(cols, stride)[:, :1], ns, axis=1)
+    got = y.reshape(cols, stride)[:, :ns]
+    assert np.array_equal(got, want) and (np.signbit(got) == np.signbit(want)).all()
+    for value in (np.nan, np.nextafter(x[5, 0], np.inf)):
+        other = x.copy()
+        other[5, ns - 1] = value
+        assert not fused._alike(other.ravel(), rows, ns, stride)
+    assert not fused._alike(x.ravel(), rows, 1, stride)  # (one sled: its own product)
+
+
 #: faults and throttling; jobs and a plant; shutdown trips (first-trip time, devices tripped)
 @pytest.mark.parametrize("case", ["quickstart-events", "hall-1k", "cdu-pump-trip"])
 def test_run_matches_reference(case):
