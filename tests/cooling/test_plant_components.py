@@ -134,3 +134,45 @@ def test_chiller_power_at_one_load_is_the_array_path(rejection):
         assert one == ch.power(np.array([q_fw]), q_chw, t_set, t_chw, t_db, t_wb)[0]
         powers.append(one)
     assert 0.5 < np.mean(np.array(powers) > 0) < 0.9  # (some loads of none)
+
+
+@pytest.mark.parametrize("rejection", ["dry_cooler", "cooling_tower"])
+def test_chiller_power_over_a_grid_of_loads_is_the_array_path(rejection, monkeypatch):
+    """A 1-D grid of loads against one load of the other circuit (the economisers' searches)
+    takes :meth:`Chiller._power_arrays`, compiled (:func:`twin.cooling.compiled.grid_power`)
+    or in numpy: both bit for bit the refrigeration functions' array path and, element by
+    element, the float path, over loads from none (and below) to beyond the chillers'
+    capacity, set-points above and below the envelope, and weather from frost to past the
+    Phoenix design day; a NaN load is left to the array path."""
+    import twin.cooling.chiller as chiller_module
+
+    compiled = pytest.importorskip("twin.cooling.compiled").grid_power
+    sim = _sim(plant={"heat_rejection": {"kind": rejection}})
+    (ch,) = [c for c in sim.components if isinstance(c, Chiller)]
+    rng = np.random.default_rng(12)
+    cap, on = ch.chiller_capacity, 0
+    for _ in range(300):
+        n = int(rng.integers(1, 40))
+        grid = rng.choice([0.0, 1.0, -0.01], n, p=[0.1, 0.85, 0.05]) * rng.uniform(0.0, 1.3 * cap, n)
+        other = float(rng.choice([0.0, 1.0]) * rng.uniform(0.0, 1.3 * cap))
+        t_set, t_chw = rng.uniform(18.0, 45.0), rng.uniform(5.0, 30.0)
+        t_db = rng.uniform(-15.0, 50.0)
+        t_wb = t_db - rng.uniform(0.0, 25.0)
+        args = (t_set, t_chw, t_db, t_wb)
+        for q_fw, q_chw in ((other, grid), (grid, np.array([other])), (grid, grid[::-1])):
+            with monkeypatch.context() as m:
+                m.setattr(chiller_module, "_grid_kernel", lambda: None)
+                fast = ch.power(q_fw, q_chw, *args)
+                m.setattr(ch, "_power_arrays", lambda *a: None)
+                np.testing.assert_array_equal(fast, ch.power(q_fw, q_chw, *args))
+            with monkeypatch.context() as m:
+                m.setattr(chiller_module, "_grid_kernel", lambda: compiled)
+                np.testing.assert_array_equal(fast, ch.power(q_fw, q_chw, *args))
+            floats = [ch._power_float(a, b, *args) for a, b in np.broadcast(q_fw, q_chw)]
+            np.testing.assert_array_equal(fast, floats)
+            on += int(np.count_nonzero(fast > 0))
+    assert on > 5_000  # (most loads run chillers)
+    q = np.array([1e5, np.nan])
+    for kernel in (None, compiled):
+        monkeypatch.setattr(chiller_module, "_grid_kernel", lambda: kernel)
+        assert ch._power_arrays(q, q, 20.0, 10.0, 30.0, 20.0) is None

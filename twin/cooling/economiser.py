@@ -56,13 +56,25 @@ def cheapest_speed(cost, speeds, refinements: int = 2, points: int = 33):
     s = np.asarray(speeds, dtype=float)
     for k in range(refinements + 1):
         c = np.asarray(cost(s), dtype=float)
-        i = int(np.argmin(c))
+        i = int(c.argmin())
         best_s, best_c = float(s[i]), float(c[i])
         if k == refinements or s.size < 2:
             break
         lo, hi = s[max(i - 1, 0)], s[min(i + 1, s.size - 1)]
-        s = np.union1d(np.linspace(lo, hi, points), [best_s])
+        s = _with_point(np.linspace(lo, hi, points), best_s)
     return best_s, best_c
+
+
+def _with_point(grid, x: float):
+    """``np.union1d(grid, [x])`` for a grid of increasing speeds [1]: x inserted in its place
+    unless the grid holds it (a few numpy calls instead of union1d's sort; a grid that is not
+    strictly increasing, or x = 0, whose sign union1d may take from either, goes to union1d)."""
+    if x != 0.0 and (grid[1:] > grid[:-1]).all():
+        j = int(grid.searchsorted(x))
+        if j < grid.size and grid[j] == x:
+            return grid
+        return np.concatenate((grid[:j], [x], grid[j:]))
+    return np.union1d(grid, [x])
 
 
 def series_trim(table, t_sink: float, t_set: float, t_mean: float, r_mean: float, speed):
@@ -93,7 +105,8 @@ def series_trim(table, t_sink: float, t_set: float, t_mean: float, r_mean: float
         return np.zeros_like(speed)
     r = np.interp(speed, s_grid, r_grid)
     t_free = t_sink + r * (t_mean - t_sink) if t_mean > t_sink else np.full_like(speed, t_mean)
-    return r_mean * (np.clip(t_free, t_set, t_mean) - t_set) / (t_mean - t_set)
+    # (np.clip(t_free, t_set, t_mean) as its maximum, then minimum: without clip's wrappers)
+    return r_mean * (np.minimum(np.maximum(t_free, t_set), t_mean) - t_set) / (t_mean - t_set)
 
 
 def economiser_speed(table, t_sink: float, t_set: float, t_mean: float, r_mean: float, fans,
@@ -121,7 +134,7 @@ def economiser_speed(table, t_sink: float, t_set: float, t_mean: float, r_mean: 
     """
     s, r = table
     if t_mean > t_sink:  # where free cooling alone reaches the set-point: the trim's kink
-        s = np.union1d(s, [HeatRejectionBank.speed_for(s, r, (t_set - t_sink) / (t_mean - t_sink))])
+        s = _with_point(s, HeatRejectionBank.speed_for(s, r, (t_set - t_sink) / (t_mean - t_sink)))
 
     def trim(speed):
         return series_trim(table, t_sink, t_set, t_mean, r_mean, speed)
@@ -133,4 +146,10 @@ def economiser_speed(table, t_sink: float, t_set: float, t_mean: float, r_mean: 
         k = over[-1]
         lo = float(np.interp(cap, [q[k + 1], q[k]], [s[k + 1], s[k]]))
         s = np.concatenate([[lo], s[k + 1:]])
-    return cheapest_speed(lambda speed: fans(speed) + compressor(trim(speed)), s)[0]
+        q = None
+
+    def cost(speed):
+        # (the first grid's trims are q, when the grid is still s)
+        return fans(speed) + compressor(q if speed is s and q is not None else trim(speed))
+
+    return cheapest_speed(cost, s)[0]

@@ -209,8 +209,8 @@ def affinity_power(speed, power_design, exponent=3.0):
     .. [1] ASHRAE Handbook — HVAC Systems and Equipment (2020), ch. 44 "Centrifugal Pumps",
        "Affinity laws".
     """
-    speed, power_design = as_arrays(speed, power_design)
-    return power_design * np.abs(speed) ** exponent
+    # (numpy broadcasts the two: the same products as with copies of one shape)
+    return np.asarray(power_design, dtype=float) * np.abs(np.asarray(speed, dtype=float)) ** exponent
 
 
 def fan_power(flow, flow_design, power_design, exponent=3.0):
