@@ -174,13 +174,14 @@ def test_rule_blind_to_the_boundary_crosses_it_back_and_forth():
     assert step(26.0, 2.0) == 28.0  # a warming sink changes nothing
 
 
-#: Where a rule blind to the plant's mode boundary (lower a step after three free-cooling
-#: intervals, raise a step while the chiller trims) lost against the fixed set-points: a
-#: Leesburg July week (+0.08 %: on summer mornings the sink warmed faster than the rule climbed
-#: back, and the chiller ran for hours) and the first 10 hours of the Phoenix design day, night
-#: and morning (+0.57 %: lowering at night crossed the boundary and started the chiller; the
-#: design day repeats from midnight). The rule that knows the boundary measured −0.79 % and
-#: −0.87 % there (observations read at the interval's end).
+#: Where the plant's mode boundary matters: a Leesburg July week (on summer mornings the sink
+#: warms faster than a rule climbs back, and the chiller runs) and the first 10 hours of the
+#: Phoenix design day, night and morning (lowering at night crosses the boundary and starts the
+#: chiller; the design day repeats from midnight). A rule blind to the boundary (lower a step
+#: after three free-cooling intervals, raise a step while the chiller trims) used more than the
+#: fixed set-points there on earlier plant physics (+0.08 % and +0.57 %); on the current plant
+#: it saves 0.19 % and 0.59 %, and the rule that knows the boundary 0.65 % and 0.91 %
+#: (benchmarks/control_leesburg.py --blind-rule, 3 December 2026).
 BOUNDARY_WINDOWS = {
     "leesburg-july": reference_case("leesburg", SCENARIOS, start="2026-07-08T00:00:00", duration="7 d"),
     "phoenix-night": reference_case("phoenix", SCENARIOS, duration="10 h"),
