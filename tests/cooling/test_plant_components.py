@@ -139,9 +139,9 @@ def test_chiller_power_at_one_load_is_the_array_path(rejection):
 @pytest.mark.parametrize("rejection", ["dry_cooler", "cooling_tower"])
 def test_chiller_power_over_a_grid_of_loads_is_the_array_path(rejection, monkeypatch):
     """A 1-D grid of loads against one load of the other circuit (the economisers' searches)
-    takes :meth:`Chiller._power_arrays`, compiled (:func:`twin.cooling.compiled.grid_power`)
-    or in numpy: both bit for bit the refrigeration functions' array path and, element by
-    element, the float path, over loads from none (and below) to beyond the chillers'
+    takes :meth:`Chiller._power_arrays` (compiled: :func:`twin.cooling.compiled.grid_power`)
+    when numba is loaded, else the array path: the compiled powers bit for bit the refrigeration
+    functions' array path and, element by element, the float path, over loads from none (and below) to beyond the chillers'
     capacity, set-points above and below the envelope, and weather from frost to past the
     Phoenix design day; a NaN load is left to the array path."""
     import twin.cooling.chiller as chiller_module

@@ -230,97 +230,39 @@ class Chiller(Component):
     def _power_arrays(self, q_fw: np.ndarray, q_chw: np.ndarray, t_set: float, t_chw_set: float,
                       t_db: float, t_wb: float) -> np.ndarray | None:
         """:meth:`power` at loads of at most one dimension (the economisers' searches: a grid
-        of trims of one circuit against one load of the other), each element taking the array
-        path's operations in their order, with the temperatures that are the same for every
-        element (leaving water, evaporating temperature) as floats: compiled
-        (:func:`twin.cooling.compiled.grid_power`, ~4 µs on 35 loads) when the process has
-        loaded numba already (a run's compiled loop: importing it for this alone costs more
-        than it saves), else in numpy without the array path's masked divisions and copies
-        (values where a mask of the array path is false are computed and dropped by the last
-        ``np.where``s; ~70 → ~45 µs). Both bit for bit the array path
-        (``tests/cooling/test_plant_components.py``); None (take the array path) for a load or
-        temperature that is not finite, or loads that do not broadcast.
+        of trims of one circuit against one load of the other) in one compiled call
+        (:func:`twin.cooling.compiled.grid_power`, ~4 µs on 35 loads against ~50 µs of the
+        array path's numpy calls), each element taking the array path's operations in their
+        order, bit for bit (``tests/cooling/test_plant_components.py``); the temperatures that
+        are the same for every element (leaving water, evaporating temperature) as floats.
+        None (take the array path) when the process has not loaded numba (a run's compiled
+        loop loads it; importing it for this alone costs more than it saves), or for a load
+        or temperature that is not finite, or loads that do not broadcast.
 
         Notes
         -----
         Per element, as in :meth:`power`: q = q_fw + q_chw; n = min(⌈max(q, 0) / (0.9 C) −
         1e-12⌉, N); cap = n C; PLR = min(q / cap, 1); T_c = t_c + R · PLR + Δ_c; per circuit
-        i (:meth:`_circuit_power`) Pᵢ; P = P_fw + P_chw where q > 0 and n > 0, else 0.
+        i Pᵢ (:func:`~twin.cooling.compiled.grid_power`); P = P_fw + P_chw where q > 0 and
+        n > 0, else 0.
         """
+        kernel = _grid_kernel()
+        if kernel is None:
+            return None
         t_c = self.condenser(t_db, t_wb)
         if not (math.isfinite(t_c) and math.isfinite(t_set) and math.isfinite(t_chw_set)):
             return None
         te = [(t if t <= self.max_leaving else self.max_leaving) - self.evaporator_approach  # (leaving water)
               for t in (t_set, t_chw_set)]
-        unit = self.chiller.capacity.si
-        kernel = _grid_kernel()
-        if kernel is not None:
-            size = max(q_fw.size, q_chw.size)
-            if q_fw.size not in (1, size) or q_chw.size not in (1, size):
-                return None
-            p = np.empty(size)
-            c0, c1, c2 = self.part_load
-            ok = kernel(q_fw.reshape(-1), q_chw.reshape(-1), p, unit, float(self.chiller_count), t_c,
-                        self.condenser_range, self.condenser_approach, te[0], te[1],
-                        self.chiller.carnot_fraction.si, float(self.cop_max), c0, c1, c2, self.min_load,
-                        self.cycling)
-            return p if ok else None
-        q = q_fw + q_chw
-        if not math.isfinite(q.sum()):
+        size = max(q_fw.size, q_chw.size)
+        if q_fw.size not in (1, size) or q_chw.size not in (1, size):
             return None
-        with np.errstate(all="ignore"):
-            n = np.maximum(q, 0.0)  # stage_chillers
-            n /= 0.9 * unit
-            n -= 1e-12
-            np.ceil(n, out=n)
-            np.minimum(n, float(self.chiller_count), out=n)
-            cap = n.astype(int) * unit
-            on = q > 0
-            on &= n > 0
-            tc = q / cap  # PLR, then t_sink = t_c + R · PLR, then the condensing temperature
-            np.minimum(tc, 1.0, out=tc)
-            tc *= self.condenser_range
-            tc += t_c
-            tc += self.condenser_approach  # refrigerant_temperatures
-            p = self._circuit_power(q_fw, te[0], cap, q, tc, on)
-            p = p + self._circuit_power(q_chw, te[1], cap, q, tc, on)
-        return np.where(on, p, 0.0)
-
-    def _circuit_power(self, load, te: float, cap, q, tc, on):
-        """One circuit's part of :meth:`_power_arrays` in numpy [W]: COP = min(η (T_e + 273.15) /
-        (T_c − T_e), COP_max) (∞ · η at no lift), share = cap q_i / q, x = min(max(q_i, 0) /
-        share, 1), P_i = share / COP · EIR-fPLR(x) where share > 0, x > 0 and the chillers run,
-        else 0 (:func:`chiller_full_load_cop`, :func:`chiller_power`)."""
-        lift = tc - te  # carnot_cop
-        cop = (te + ZERO_CELSIUS) / lift
-        pos = lift > 0
-        if not pos.all():
-            cop[~pos] = np.inf
-        cop *= self.chiller.carnot_fraction.si  # chiller_full_load_cop
-        np.minimum(cop, self.cop_max, out=cop)
-        share = cap * load
-        share /= q
-        x = np.maximum(load, 0.0) / share  # chiller_power
-        np.minimum(x, 1.0, out=x)
-        xe = np.maximum(x, self.min_load)  # part_load_power_fraction
-        np.maximum(xe, 0.0, out=xe)
-        np.minimum(xe, 1.0, out=xe)
+        p = np.empty(size)
         c0, c1, c2 = self.part_load
-        f = c1 * xe
-        f += c0
-        f2 = c2 * xe
-        f2 *= xe
-        f += f2
-        if self.cycling:
-            r = x / xe
-            np.minimum(r, 1.0, out=r)
-            f *= r
-        pi = share / cop
-        pi *= f
-        has = share > 0
-        has &= x > 0
-        has &= on
-        return np.where(has, pi, 0.0)
+        ok = kernel(q_fw.reshape(-1), q_chw.reshape(-1), p, self.chiller.capacity.si, float(self.chiller_count),
+                    t_c, self.condenser_range, self.condenser_approach, te[0], te[1],
+                    self.chiller.carnot_fraction.si, float(self.cop_max), c0, c1, c2, self.min_load, self.cycling)
+        return p if ok else None
 
     def _power_float(self, q_fw: float, q_chw: float, t_set: float, t_chw_set: float, t_db: float,
                      t_wb: float) -> float | None:
